@@ -1,0 +1,247 @@
+//! The 16 ONNX element types and the trait that ties a Rust type to one.
+
+use std::fmt;
+
+use half::{bf16, f16};
+use num_complex::{Complex32, Complex64};
+
+use crate::tensor::{Tensor, TypedTensor};
+
+/// Element type of a tensor: the 16 ONNX tensor types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum DType {
+    /// `bool`
+    Bool,
+    /// `i8`
+    I8,
+    /// `i16`
+    I16,
+    /// `i32`
+    I32,
+    /// `i64`
+    I64,
+    /// `u8`
+    U8,
+    /// `u16`
+    U16,
+    /// `u32`
+    U32,
+    /// `u64`
+    U64,
+    /// IEEE 754 half precision ([`half::f16`]).
+    F16,
+    /// bfloat16 ([`half::bf16`]).
+    BF16,
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+    /// Complex of two `f32` ([`num_complex::Complex32`]).
+    Complex64,
+    /// Complex of two `f64` ([`num_complex::Complex64`]).
+    Complex128,
+    /// UTF-8 string.
+    String,
+}
+
+impl DType {
+    /// Every dtype, in ONNX's `TensorProto.DataType` order of first appearance.
+    pub const ALL: [DType; 16] = [
+        DType::F32,
+        DType::U8,
+        DType::I8,
+        DType::U16,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::String,
+        DType::Bool,
+        DType::F16,
+        DType::F64,
+        DType::U32,
+        DType::U64,
+        DType::Complex64,
+        DType::Complex128,
+        DType::BF16,
+    ];
+
+    /// The integer types accepted as indices (SPEC §2.3).
+    pub const INDEX_TYPES: [DType; 8] = [
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+    ];
+
+    /// Lower-case name as ONNX spells it in `tensor(...)`: `float`, `int64`, `bfloat16`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::Complex64 => "complex64",
+            DType::Complex128 => "complex128",
+            DType::String => "string",
+        }
+    }
+
+    /// The `TensorProto.DataType` number ONNX assigns to this type.
+    pub fn onnx_id(self) -> i32 {
+        match self {
+            DType::F32 => 1,
+            DType::U8 => 2,
+            DType::I8 => 3,
+            DType::U16 => 4,
+            DType::I16 => 5,
+            DType::I32 => 6,
+            DType::I64 => 7,
+            DType::String => 8,
+            DType::Bool => 9,
+            DType::F16 => 10,
+            DType::F64 => 11,
+            DType::U32 => 12,
+            DType::U64 => 13,
+            DType::Complex64 => 14,
+            DType::Complex128 => 15,
+            DType::BF16 => 16,
+        }
+    }
+
+    /// Inverse of [`DType::onnx_id`]; `None` for ids outside the 16 supported types.
+    pub fn from_onnx_id(id: i32) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.onnx_id() == id)
+    }
+
+    /// True for the integer types that may serve as indices.
+    pub fn is_index_type(self) -> bool {
+        DType::INDEX_TYPES.contains(&self)
+    }
+
+    /// True for the signed integer types.
+    pub fn is_signed_integer(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that can be the element of a [`Tensor`]: one per [`DType`].
+///
+/// The trait is sealed; its implementors are `bool`, `i8`..`i64`, `u8`..`u64`,
+/// [`half::f16`], [`half::bf16`], `f32`, `f64`, [`Complex32`], [`Complex64`]
+/// and `String`.
+pub trait Element: Clone + PartialEq + fmt::Debug + Send + Sync + 'static + sealed::Sealed {
+    /// The dtype this Rust type represents.
+    const DTYPE: DType;
+
+    /// A plain type of the same size that copy-only kernels move instead of
+    /// `Self`, so that `f32`, `i32` and `u32` share one compiled kernel.
+    #[doc(hidden)]
+    type Word: Clone + Send + Sync;
+
+    /// View a slice of elements as words of the same size (no copy).
+    #[doc(hidden)]
+    fn as_words(elements: &[Self]) -> &[Self::Word];
+
+    /// Mutable version of [`Element::as_words`].
+    #[doc(hidden)]
+    fn as_words_mut(elements: &mut [Self]) -> &mut [Self::Word];
+
+    /// A value that preallocated outputs are filled with before the kernel
+    /// writes them (zero, false, the empty string).
+    fn zero() -> Self;
+
+    /// Wrap a typed tensor into the dynamic [`Tensor`].
+    fn into_tensor(tensor: TypedTensor<Self>) -> Tensor;
+
+    /// Borrow the typed tensor inside a dynamic one of this dtype.
+    fn from_tensor(tensor: &Tensor) -> Option<&TypedTensor<Self>>;
+
+    /// Take the typed tensor out of a dynamic one of this dtype, or give it back.
+    fn from_tensor_owned(tensor: Tensor) -> Result<TypedTensor<Self>, Tensor>;
+}
+
+macro_rules! element {
+    ($ty:ty, $variant:ident, $word:ty, $zero:expr, words: pod) => {
+        element!(@impl $ty, $variant, $word, $zero, s => bytemuck::cast_slice(s), bytemuck::cast_slice_mut(s));
+    };
+    ($ty:ty, $variant:ident, $zero:expr, words: self) => {
+        element!(@impl $ty, $variant, $ty, $zero, s => s, s);
+    };
+    (@impl $ty:ty, $variant:ident, $word:ty, $zero:expr, $s:ident => $words:expr, $words_mut:expr) => {
+        impl sealed::Sealed for $ty {}
+        impl Element for $ty {
+            const DTYPE: DType = DType::$variant;
+            type Word = $word;
+            #[inline]
+            fn as_words($s: &[Self]) -> &[$word] {
+                $words
+            }
+            #[inline]
+            fn as_words_mut($s: &mut [Self]) -> &mut [$word] {
+                $words_mut
+            }
+            #[inline]
+            fn zero() -> Self {
+                $zero
+            }
+            fn into_tensor(tensor: TypedTensor<Self>) -> Tensor {
+                Tensor::$variant(tensor)
+            }
+            fn from_tensor(tensor: &Tensor) -> Option<&TypedTensor<Self>> {
+                match tensor {
+                    Tensor::$variant(t) => Some(t),
+                    _ => None,
+                }
+            }
+            fn from_tensor_owned(tensor: Tensor) -> Result<TypedTensor<Self>, Tensor> {
+                match tensor {
+                    Tensor::$variant(t) => Ok(t),
+                    other => Err(other),
+                }
+            }
+        }
+    };
+}
+
+// bool is not Pod (only 0 and 1 are valid), so it keeps its own kernel.
+element!(bool, Bool, false, words: self);
+element!(i8, I8, u8, 0, words: pod);
+element!(u8, U8, u8, 0, words: pod);
+element!(i16, I16, u16, 0, words: pod);
+element!(u16, U16, u16, 0, words: pod);
+element!(f16, F16, u16, f16::ZERO, words: pod);
+element!(bf16, BF16, u16, bf16::ZERO, words: pod);
+element!(i32, I32, u32, 0, words: pod);
+element!(u32, U32, u32, 0, words: pod);
+element!(f32, F32, u32, 0.0, words: pod);
+element!(i64, I64, u64, 0, words: pod);
+element!(u64, U64, u64, 0, words: pod);
+element!(f64, F64, u64, 0.0, words: pod);
+// Complex32 is 4-byte aligned: a u64 word could be misaligned, [u32; 2] never is.
+element!(Complex32, Complex64, [u32; 2], Complex32::new(0.0, 0.0), words: pod);
+element!(Complex64, Complex128, [u64; 2], Complex64::new(0.0, 0.0), words: pod);
+element!(String, String, String::new(), words: self);

@@ -1,0 +1,239 @@
+//! The one error type of the library.
+//!
+//! Every variant carries the numbers a caller needs to fix the call: the
+//! offending value, where it is, and what would have been valid.
+
+use std::fmt;
+
+use crate::dtype::DType;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in a gather/scatter call.
+///
+/// Each variant maps to a short stable [`ErrorKind`] name (`out_of_bounds`,
+/// `bad_axis`, ...) that tools can match on; the `Display` text is for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An index value lies outside the valid range of its axis.
+    #[error("{}", describe_out_of_range(*.value, .position, *.axis, *.axis_size, *.negative_allowed))]
+    IndexOutOfRange {
+        /// The index value as written (unsigned values above `i64::MAX` kept exact).
+        value: i128,
+        /// Multi-dimensional position of the value in the indices tensor.
+        position: Vec<usize>,
+        /// Normalized data axis the index addresses.
+        axis: usize,
+        /// Size of that axis.
+        axis_size: usize,
+        /// Whether negative indices are allowed by the active profile.
+        negative_allowed: bool,
+    },
+    /// An axis attribute outside `[-rank, rank - 1]`.
+    #[error("axis {axis} is out of range [{}, {}] for {what} of rank {rank}", -(*.rank as i128), *.rank as i128 - 1)]
+    BadAxis {
+        /// The axis as given.
+        axis: i64,
+        /// Rank of the tensor the axis refers to.
+        rank: usize,
+        /// Which tensor (`"data"`, ...).
+        what: &'static str,
+    },
+    /// A tensor's rank is not one the operator accepts.
+    #[error("{what} has rank {actual}, but {expected}")]
+    RankMismatch {
+        /// Which tensor.
+        what: &'static str,
+        /// Its rank.
+        actual: usize,
+        /// What was required, in words (`"rank >= 1 is required"`).
+        expected: String,
+    },
+    /// Two shapes that must agree do not.
+    #[error("{message}")]
+    ShapeMismatch {
+        /// The full explanation, naming both shapes and the dimension.
+        message: String,
+    },
+    /// An element type the operator (or the active profile) does not accept.
+    #[error("{what} has dtype {dtype}, which {context} does not accept (accepted: {})", list_dtypes(.accepted))]
+    BadDType {
+        /// Which tensor.
+        what: &'static str,
+        /// Its element type.
+        dtype: DType,
+        /// The operator or profile that refused it.
+        context: String,
+        /// The element types that would have been accepted.
+        accepted: Vec<DType>,
+    },
+    /// An attribute value (other than the axis) that is invalid.
+    #[error("{message}")]
+    BadAttribute {
+        /// The explanation, naming the attribute and its value.
+        message: String,
+    },
+    /// A reduction that is unknown, or that the dtype or profile does not support.
+    #[error("{message}")]
+    BadReduction {
+        /// The explanation, naming the reduction and why it is refused.
+        message: String,
+    },
+    /// The buffer handed in does not hold the number of elements the shape claims.
+    #[error("{what} has {actual} elements, but its shape {shape:?} needs {expected}")]
+    DataLength {
+        /// Which tensor.
+        what: &'static str,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// Elements the shape needs.
+        expected: usize,
+        /// Elements the buffer holds.
+        actual: usize,
+    },
+    /// An element count or byte count that does not fit in `usize`.
+    #[error("the element count of {what} with shape {shape:?} overflows usize")]
+    SizeOverflow {
+        /// Which tensor.
+        what: &'static str,
+        /// The shape whose product overflows.
+        shape: Vec<usize>,
+    },
+    /// The output could not be allocated.
+    #[error("cannot allocate {elements} elements of {dtype} for the output")]
+    Allocation {
+        /// Elements requested.
+        elements: usize,
+        /// Their element type.
+        dtype: DType,
+    },
+    /// The operator does not exist in the requested profile (opset, feature level).
+    #[error("{message}")]
+    Unsupported {
+        /// The explanation.
+        message: String,
+    },
+}
+
+/// Stable short names for the error variants, for tools and exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::IndexOutOfRange`].
+    OutOfBounds,
+    /// [`Error::BadAxis`].
+    BadAxis,
+    /// [`Error::RankMismatch`].
+    RankMismatch,
+    /// [`Error::ShapeMismatch`] and [`Error::DataLength`].
+    ShapeMismatch,
+    /// [`Error::BadDType`].
+    BadDType,
+    /// [`Error::BadAttribute`].
+    BadAttribute,
+    /// [`Error::BadReduction`].
+    BadReduction,
+    /// [`Error::SizeOverflow`] and [`Error::Allocation`].
+    SizeOverflow,
+    /// [`Error::Unsupported`].
+    Unsupported,
+}
+
+impl ErrorKind {
+    /// The snake_case name (`"out_of_bounds"`, `"bad_axis"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::OutOfBounds => "out_of_bounds",
+            ErrorKind::BadAxis => "bad_axis",
+            ErrorKind::RankMismatch => "rank_mismatch",
+            ErrorKind::ShapeMismatch => "shape_mismatch",
+            ErrorKind::BadDType => "bad_dtype",
+            ErrorKind::BadAttribute => "bad_attribute",
+            ErrorKind::BadReduction => "bad_reduction",
+            ErrorKind::SizeOverflow => "size_overflow",
+            ErrorKind::Unsupported => "unsupported",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// The stable kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::IndexOutOfRange { .. } => ErrorKind::OutOfBounds,
+            Error::BadAxis { .. } => ErrorKind::BadAxis,
+            Error::RankMismatch { .. } => ErrorKind::RankMismatch,
+            Error::ShapeMismatch { .. } | Error::DataLength { .. } => ErrorKind::ShapeMismatch,
+            Error::BadDType { .. } => ErrorKind::BadDType,
+            Error::BadAttribute { .. } => ErrorKind::BadAttribute,
+            Error::BadReduction { .. } => ErrorKind::BadReduction,
+            Error::SizeOverflow { .. } | Error::Allocation { .. } => ErrorKind::SizeOverflow,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+        }
+    }
+
+    pub(crate) fn shape(message: impl Into<String>) -> Error {
+        Error::ShapeMismatch {
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn attribute(message: impl Into<String>) -> Error {
+        Error::BadAttribute {
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn unsupported(message: impl Into<String>) -> Error {
+        Error::Unsupported {
+            message: message.into(),
+        }
+    }
+}
+
+fn describe_out_of_range(
+    value: i128,
+    position: &[usize],
+    axis: usize,
+    axis_size: usize,
+    negative_allowed: bool,
+) -> String {
+    let at = format_position(position);
+    if axis_size == 0 {
+        return format!(
+            "index {value} at indices{at} is out of range: axis {axis} has size 0, so no index is valid"
+        );
+    }
+    let size = axis_size as i128;
+    if negative_allowed {
+        format!(
+            "index {value} at indices{at} is out of range [{}, {}] for axis {axis} of size {axis_size}",
+            -size,
+            size - 1
+        )
+    } else {
+        format!(
+            "index {value} at indices{at} is out of range [0, {}] for axis {axis} of size {axis_size} (negative indices are not allowed by the active profile)",
+            size - 1
+        )
+    }
+}
+
+/// `[1, 2]` for a position, `[]` for the single element of a scalar.
+pub(crate) fn format_position(position: &[usize]) -> String {
+    let parts: Vec<String> = position.iter().map(|p| p.to_string()).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+fn list_dtypes(dtypes: &[DType]) -> String {
+    let names: Vec<&str> = dtypes.iter().map(|d| d.name()).collect();
+    names.join(", ")
+}

@@ -1,0 +1,202 @@
+//! Index element types and their resolution to `usize` offsets.
+//!
+//! Every op canonicalizes its indices here, once, before it writes anything:
+//! each value is checked against its axis and turned into a non-negative
+//! `usize`, so kernels are compiled per data word only and never branch on sign.
+
+use std::fmt;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::unravel;
+use crate::tensor::{Tensor, TypedView};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An integer type that may hold indices: `i8`..`i64`, `u8`..`u64` (SPEC §2.3).
+pub trait IndexElement: Copy + fmt::Debug + Send + Sync + 'static + sealed::Sealed {
+    /// The dtype of this index type.
+    const DTYPE: DType;
+    /// The value, exactly (an unsigned value above `i64::MAX` stays positive).
+    fn to_i128(self) -> i128;
+}
+
+macro_rules! index_element {
+    ($($ty:ty => $dtype:ident),*) => {$(
+        impl sealed::Sealed for $ty {}
+        impl IndexElement for $ty {
+            const DTYPE: DType = DType::$dtype;
+            #[inline]
+            fn to_i128(self) -> i128 {
+                self as i128
+            }
+        }
+    )*};
+}
+index_element!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64);
+
+/// How index values along one data axis are checked and resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AxisRule {
+    /// Normalized data axis, for error messages.
+    pub axis: usize,
+    /// Size of that axis: valid values are `[-size, size)` or `[0, size)`.
+    pub size: usize,
+    /// Whether `[-size, -1]` is accepted (SPEC §2.2).
+    pub negative_allowed: bool,
+}
+
+impl AxisRule {
+    /// `idx(v)` of SPEC §1, or `None` when `v` is out of range.
+    #[inline]
+    pub(crate) fn resolve(&self, value: i128) -> Option<usize> {
+        let size = self.size as i128;
+        let shifted = if value < 0 && self.negative_allowed {
+            value + size
+        } else {
+            value
+        };
+        (0..size).contains(&shifted).then_some(shifted as usize)
+    }
+
+    pub(crate) fn out_of_range(&self, value: i128, position: Vec<usize>) -> Error {
+        Error::IndexOutOfRange {
+            value,
+            position,
+            axis: self.axis,
+            axis_size: self.size,
+            negative_allowed: self.negative_allowed,
+        }
+    }
+}
+
+/// Check and resolve every index against one axis, in row-major order; the
+/// first bad value is reported with its coordinates in `indices`.
+pub(crate) fn resolve_along_axis<I: IndexElement>(
+    indices: TypedView<'_, I>,
+    rule: AxisRule,
+) -> Result<Vec<usize>> {
+    let values = indices.data();
+    let mut resolved = Vec::new();
+    resolved
+        .try_reserve_exact(values.len())
+        .map_err(|_| Error::Allocation {
+            elements: values.len(),
+            dtype: DType::U64,
+        })?;
+    for (flat, &v) in values.iter().enumerate() {
+        match rule.resolve(v.to_i128()) {
+            Some(r) => resolved.push(r),
+            None => return Err(rule.out_of_range(v.to_i128(), unravel(flat, indices.shape()))),
+        }
+    }
+    Ok(resolved)
+}
+
+/// Run `$body` with `$v` bound to a typed view of `$tensor`'s indices, or
+/// return a `BadDType` error if it is not an integer tensor.
+macro_rules! with_index_view {
+    ($tensor:expr, $context:expr, $v:ident => $body:expr) => {
+        match $tensor {
+            $crate::Tensor::I8(t) => {
+                let $v = t.view();
+                $body
+            }
+            $crate::Tensor::I16(t) => {
+                let $v = t.view();
+                $body
+            }
+            $crate::Tensor::I32(t) => {
+                let $v = t.view();
+                $body
+            }
+            $crate::Tensor::I64(t) => {
+                let $v = t.view();
+                $body
+            }
+            $crate::Tensor::U8(t) => {
+                let $v = t.view();
+                $body
+            }
+            $crate::Tensor::U16(t) => {
+                let $v = t.view();
+                $body
+            }
+            $crate::Tensor::U32(t) => {
+                let $v = t.view();
+                $body
+            }
+            $crate::Tensor::U64(t) => {
+                let $v = t.view();
+                $body
+            }
+            other => return Err($crate::index::not_an_index_type(other.dtype(), $context)),
+        }
+    };
+}
+
+pub(crate) fn not_an_index_type(dtype: DType, context: &str) -> Error {
+    Error::BadDType {
+        what: "indices",
+        dtype,
+        context: context.to_string(),
+        accepted: DType::INDEX_TYPES.to_vec(),
+    }
+}
+
+/// Dynamic form of [`resolve_along_axis`].
+pub(crate) fn resolve_tensor_along_axis(
+    indices: &Tensor,
+    rule: AxisRule,
+    context: &str,
+) -> Result<Vec<usize>> {
+    with_index_view!(indices, context, v => resolve_along_axis(v, rule))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(size: usize, negative_allowed: bool) -> AxisRule {
+        AxisRule {
+            axis: 0,
+            size,
+            negative_allowed,
+        }
+    }
+
+    #[test]
+    fn resolves_the_closed_range_minus_s_to_s_minus_1() {
+        let r = rule(5, true);
+        assert_eq!(r.resolve(0), Some(0));
+        assert_eq!(r.resolve(4), Some(4));
+        assert_eq!(r.resolve(-1), Some(4));
+        assert_eq!(r.resolve(-5), Some(0));
+        assert_eq!(r.resolve(5), None);
+        assert_eq!(r.resolve(-6), None);
+    }
+
+    #[test]
+    fn negatives_refused_when_the_profile_forbids_them() {
+        let r = rule(5, false);
+        assert_eq!(r.resolve(-1), None);
+        assert_eq!(r.resolve(4), Some(4));
+    }
+
+    #[test]
+    fn huge_unsigned_values_are_out_of_range_not_negative() {
+        let r = rule(5, true);
+        assert_eq!(r.resolve(u64::MAX.to_i128()), None);
+        assert_eq!(r.resolve((i64::MAX as u64 + 1).to_i128()), None);
+        assert_eq!(r.resolve(i64::MIN.to_i128()), None);
+    }
+
+    #[test]
+    fn an_empty_axis_accepts_nothing() {
+        let r = rule(0, true);
+        assert_eq!(r.resolve(0), None);
+        assert_eq!(r.resolve(-1), None);
+    }
+}

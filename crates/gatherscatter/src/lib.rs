@@ -1,0 +1,54 @@
+//! # gatherscatter
+//!
+//! The tensor gather/scatter operator family, exact on every contract:
+//! ONNX Gather, with the other operators of the family following.
+//!
+//! - Every one of the 16 ONNX dtypes ([`DType`]) and every integer index type
+//!   (`i8`..`i64`, `u8`..`u64`).
+//! - Every index is checked before any output is written. Out-of-range values
+//!   are an [`Error`] naming the value, its position, the axis and the valid
+//!   range — never a panic, a wrap or a clamp.
+//! - [`Profile`]s check a call against the strict contract of ONNX (by opset),
+//!   DirectML (by feature level) or MindSpore.
+//!
+//! Two APIs share one kernel: the dynamic [`Tensor`] for runtimes, and
+//! [`TypedTensor`] / [`TypedView`] for callers who know their element type.
+//!
+//! ## Gather
+//!
+//! ```
+//! use gatherscatter::{gather, Tensor};
+//!
+//! let data = Tensor::new(vec![3, 3], vec![1.0f32, 1.2, 1.9, 2.3, 3.4, 3.9, 4.5, 5.7, 5.9])?;
+//! let indices = Tensor::new(vec![1, 2], vec![0i64, 2])?;
+//! let out = gather(&data, &indices, 1)?;
+//! assert_eq!(out.shape(), &[3, 1, 2]);
+//! assert_eq!(out.data::<f32>().unwrap(), &[1.0, 1.9, 2.3, 3.9, 4.5, 5.9]);
+//! # Ok::<(), gatherscatter::Error>(())
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod display;
+pub mod dtype;
+pub mod error;
+pub mod index;
+pub mod ops;
+pub mod profile;
+mod shape;
+pub mod tensor;
+
+pub use dtype::{DType, Element};
+pub use error::{Error, ErrorKind, Result};
+pub use index::IndexElement;
+pub use ops::gather::{gather, Gather};
+pub use profile::{FeatureLevel, Profile};
+pub use tensor::{Tensor, TypedTensor, TypedView};
+
+pub use half::{bf16, f16};
+pub use num_complex::{Complex32, Complex64};
+
+/// The README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,18 @@
+//! The operators, one per file.
+
+pub mod gather;
+
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+
+/// An output buffer of `len` elements, or an error (never an abort) when it
+/// cannot be allocated (SPEC §2.12).
+pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| Error::Allocation {
+        elements: len,
+        dtype: T::DTYPE,
+    })?;
+    out.resize(len, T::zero());
+    Ok(out)
+}

@@ -1,0 +1,228 @@
+//! Test support: naive references written straight from the SPEC §1 formulas
+//! (coordinates computed one by one, no code shared with the kernels), and
+//! makers of tensors of every dtype from integer seeds.
+#![allow(dead_code)]
+
+use gatherscatter::{bf16, f16, Complex32, Complex64, DType, Element, Tensor};
+
+/// Row-major strides of `shape`.
+pub fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// Flat offset of a coordinate.
+pub fn offset(coord: &[usize], shape: &[usize]) -> usize {
+    assert_eq!(coord.len(), shape.len());
+    coord.iter().zip(strides(shape)).map(|(c, s)| c * s).sum()
+}
+
+/// Every coordinate of `shape` in row-major order.
+pub fn coordinates(shape: &[usize]) -> Vec<Vec<usize>> {
+    let total: usize = shape.iter().product();
+    let mut all = Vec::with_capacity(total);
+    if total == 0 {
+        return all;
+    }
+    let mut c = vec![0; shape.len()];
+    for _ in 0..total {
+        all.push(c.clone());
+        for d in (0..shape.len()).rev() {
+            c[d] += 1;
+            if c[d] < shape[d] {
+                break;
+            }
+            c[d] = 0;
+        }
+    }
+    all
+}
+
+/// `idx(v)` of SPEC §1.
+pub fn idx(v: i128, s: usize) -> Option<usize> {
+    let s = s as i128;
+    if (0..s).contains(&v) {
+        Some(v as usize)
+    } else if (-s..0).contains(&v) {
+        Some((v + s) as usize)
+    } else {
+        None
+    }
+}
+
+/// SPEC §1 Gather with batch_dims: `out[b.., a.., i.., j..] = data[b.., a.., idx(indices[b.., i..]), j..]`.
+/// `None` when any index is out of range (all are checked, SPEC §2.1).
+pub fn reference_gather<T: Clone>(
+    data: &[T],
+    data_shape: &[usize],
+    indices: &[i128],
+    indices_shape: &[usize],
+    axis: usize,
+    batch_dims: usize,
+) -> Option<(Vec<usize>, Vec<T>)> {
+    if indices.iter().any(|&v| idx(v, data_shape[axis]).is_none()) {
+        return None;
+    }
+    let q = indices_shape.len();
+    let mut out_shape = data_shape[..axis].to_vec();
+    out_shape.extend_from_slice(&indices_shape[batch_dims..]);
+    out_shape.extend_from_slice(&data_shape[axis + 1..]);
+    let mut out = Vec::new();
+    for oc in coordinates(&out_shape) {
+        let batch = &oc[..batch_dims];
+        let a = &oc[batch_dims..axis];
+        let i = &oc[axis..axis + q - batch_dims];
+        let j = &oc[axis + q - batch_dims..];
+        let mut icoord = batch.to_vec();
+        icoord.extend_from_slice(i);
+        let v = indices[offset(&icoord, indices_shape)];
+        let mut dcoord = batch.to_vec();
+        dcoord.extend_from_slice(a);
+        dcoord.push(idx(v, data_shape[axis])?);
+        dcoord.extend_from_slice(j);
+        out.push(data[offset(&dcoord, data_shape)].clone());
+    }
+    Some((out_shape, out))
+}
+
+/// Build a value of each dtype from an integer seed, so one random case can
+/// be run for every dtype.
+pub trait FromSeed: Element {
+    fn from_seed(seed: i64) -> Self;
+}
+
+macro_rules! from_seed_cast {
+    ($($t:ty),*) => {$(impl FromSeed for $t { fn from_seed(seed: i64) -> Self { seed as $t } })*};
+}
+from_seed_cast!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl FromSeed for bool {
+    fn from_seed(seed: i64) -> Self {
+        seed % 2 != 0
+    }
+}
+impl FromSeed for f32 {
+    fn from_seed(seed: i64) -> Self {
+        seed as f32 * 0.25
+    }
+}
+impl FromSeed for f64 {
+    fn from_seed(seed: i64) -> Self {
+        seed as f64 * 0.125
+    }
+}
+impl FromSeed for f16 {
+    fn from_seed(seed: i64) -> Self {
+        f16::from_f32((seed % 512) as f32 * 0.5)
+    }
+}
+impl FromSeed for bf16 {
+    fn from_seed(seed: i64) -> Self {
+        bf16::from_f32((seed % 128) as f32 * 0.5)
+    }
+}
+impl FromSeed for Complex32 {
+    fn from_seed(seed: i64) -> Self {
+        Complex32::new(seed as f32, -(seed as f32) * 0.5)
+    }
+}
+impl FromSeed for Complex64 {
+    fn from_seed(seed: i64) -> Self {
+        Complex64::new(seed as f64 * 0.5, seed as f64)
+    }
+}
+impl FromSeed for String {
+    fn from_seed(seed: i64) -> Self {
+        format!("s{seed}")
+    }
+}
+
+/// Call `$f::<T>($args)` for the Rust type of `$dtype`.
+#[macro_export]
+macro_rules! for_dtype {
+    ($dtype:expr, $f:ident ( $($args:expr),* )) => {
+        match $dtype {
+            DType::Bool => $f::<bool>($($args),*),
+            DType::I8 => $f::<i8>($($args),*),
+            DType::I16 => $f::<i16>($($args),*),
+            DType::I32 => $f::<i32>($($args),*),
+            DType::I64 => $f::<i64>($($args),*),
+            DType::U8 => $f::<u8>($($args),*),
+            DType::U16 => $f::<u16>($($args),*),
+            DType::U32 => $f::<u32>($($args),*),
+            DType::U64 => $f::<u64>($($args),*),
+            DType::F16 => $f::<gatherscatter::f16>($($args),*),
+            DType::BF16 => $f::<gatherscatter::bf16>($($args),*),
+            DType::F32 => $f::<f32>($($args),*),
+            DType::F64 => $f::<f64>($($args),*),
+            DType::Complex64 => $f::<gatherscatter::Complex32>($($args),*),
+            DType::Complex128 => $f::<gatherscatter::Complex64>($($args),*),
+            DType::String => $f::<String>($($args),*),
+            other => panic!("no Rust type for {other}"),
+        }
+    };
+}
+
+/// An index tensor of the given integer dtype holding `values` (which must fit).
+pub fn index_tensor(dtype: DType, shape: &[usize], values: &[i128]) -> Tensor {
+    fn make<T: Element + TryFrom<i128>>(shape: &[usize], values: &[i128]) -> Tensor {
+        let data: Vec<T> = values
+            .iter()
+            .map(|&v| T::try_from(v).unwrap_or_else(|_| panic!("{v} does not fit {}", T::DTYPE)))
+            .collect();
+        Tensor::new(shape.to_vec(), data).unwrap()
+    }
+    match dtype {
+        DType::I8 => make::<i8>(shape, values),
+        DType::I16 => make::<i16>(shape, values),
+        DType::I32 => make::<i32>(shape, values),
+        DType::I64 => make::<i64>(shape, values),
+        DType::U8 => make::<u8>(shape, values),
+        DType::U16 => make::<u16>(shape, values),
+        DType::U32 => make::<u32>(shape, values),
+        DType::U64 => make::<u64>(shape, values),
+        other => panic!("{other} is not an index type"),
+    }
+}
+
+/// Smallest value an index dtype can hold, as i128.
+pub fn index_type_min(dtype: DType) -> i128 {
+    match dtype {
+        DType::I8 => i8::MIN as i128,
+        DType::I16 => i16::MIN as i128,
+        DType::I32 => i32::MIN as i128,
+        DType::I64 => i64::MIN as i128,
+        _ => 0,
+    }
+}
+
+/// Largest value an index dtype can hold, as i128.
+pub fn index_type_max(dtype: DType) -> i128 {
+    match dtype {
+        DType::I8 => i8::MAX as i128,
+        DType::I16 => i16::MAX as i128,
+        DType::I32 => i32::MAX as i128,
+        DType::I64 => i64::MAX as i128,
+        DType::U8 => u8::MAX as i128,
+        DType::U16 => u16::MAX as i128,
+        DType::U32 => u32::MAX as i128,
+        DType::U64 => u64::MAX as i128,
+        other => panic!("{other} is not an index type"),
+    }
+}
+
+/// Dimensions biased to the edges: 0 and 1 often, a few larger ones.
+pub fn dim() -> impl proptest::strategy::Strategy<Value = usize> {
+    use proptest::prelude::*;
+    prop_oneof![1 => Just(0usize), 3 => Just(1usize), 6 => 2usize..=4]
+}
+
+/// A shape of the given rank range, with `dim()` dimensions.
+pub fn shape(
+    rank: std::ops::RangeInclusive<usize>,
+) -> impl proptest::strategy::Strategy<Value = Vec<usize>> {
+    proptest::collection::vec(dim(), rank)
+}
