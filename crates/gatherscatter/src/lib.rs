@@ -1,7 +1,8 @@
 //! # gatherscatter
 //!
 //! The tensor gather/scatter operator family, exact on every contract:
-//! ONNX Gather, with the other operators of the family following.
+//! ONNX Gather and GatherElements (with the DirectML and MindSpore contracts),
+//! with the scatter operators following.
 //!
 //! - Every one of the 16 ONNX dtypes ([`DType`]) and every integer index type
 //!   (`i8`..`i64`, `u8`..`u64`).
@@ -26,6 +27,18 @@
 //! assert_eq!(out.data::<f32>().unwrap(), &[1.0, 1.9, 2.3, 3.9, 4.5, 5.9]);
 //! # Ok::<(), gatherscatter::Error>(())
 //! ```
+//!
+//! ## GatherElements
+//!
+//! ```
+//! use gatherscatter::{gather_elements, Tensor};
+//!
+//! let data = Tensor::new(vec![3, 3], (1..=9).collect::<Vec<i32>>())?;
+//! let indices = Tensor::new(vec![2, 3], vec![1i64, 2, 0, 2, 0, 0])?;
+//! let out = gather_elements(&data, &indices, 0)?;
+//! assert_eq!(out.data::<i32>().unwrap(), &[4, 8, 3, 7, 2, 3]);
+//! # Ok::<(), gatherscatter::Error>(())
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -42,6 +55,7 @@ pub use dtype::{DType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElement;
 pub use ops::gather::{gather, Gather};
+pub use ops::gather_elements::{gather_elements, GatherElements};
 pub use profile::{FeatureLevel, Profile};
 pub use tensor::{Tensor, TypedTensor, TypedView};
 

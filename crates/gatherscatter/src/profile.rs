@@ -125,6 +125,38 @@ pub(crate) fn mindspore_data_types() -> Vec<DType> {
         .collect()
 }
 
+/// DirectML feature levels at which GatherElements' tables change (seed 001).
+pub(crate) const DML_2_1: FeatureLevel = FeatureLevel::new(2, 1);
+pub(crate) const DML_3_0: FeatureLevel = FeatureLevel::new(3, 0);
+pub(crate) const DML_4_1: FeatureLevel = FeatureLevel::new(4, 1);
+
+/// DirectML GatherElements `InputTensor` data types at a feature level.
+pub(crate) fn directml_gather_elements_data_types(level: FeatureLevel) -> Vec<DType> {
+    let mut types = vec![
+        DType::F32,
+        DType::F16,
+        DType::I32,
+        DType::I16,
+        DType::I8,
+        DType::U32,
+        DType::U16,
+        DType::U8,
+    ];
+    if level >= DML_4_1 {
+        types.extend([DType::F64, DType::I64, DType::U64]);
+    }
+    types
+}
+
+/// DirectML GatherElements `IndicesTensor` data types at a feature level.
+pub(crate) fn directml_gather_elements_index_types(level: FeatureLevel) -> Vec<DType> {
+    if level >= DML_3_0 {
+        vec![DType::I64, DType::I32, DType::U64, DType::U32]
+    } else {
+        vec![DType::U32]
+    }
+}
+
 /// The operator version in force at `opset`, given the versions at which the
 /// operator changed (ascending); an error if the operator did not exist yet.
 pub(crate) fn onnx_since_version(op: &str, opset: u32, versions: &[u32]) -> Result<u32> {

@@ -60,6 +60,74 @@ pub(crate) fn require_rank_at_least_1(what: &'static str, rank: usize) -> Result
     Ok(())
 }
 
+/// Row-major strides of a shape whose element count is known to fit `usize`.
+pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1].wrapping_mul(shape[d + 1]);
+    }
+    strides
+}
+
+/// Walks the rows (last-dimension runs) of an indices tensor and yields, for
+/// each, the data offset of its first element with the axis coordinate left
+/// out. GatherElements and ScatterElements address data this way, with the
+/// data's own strides, so indices smaller than data off the axis stay right.
+///
+/// Requires a non-empty indices shape of rank >= 1 with each dimension no
+/// larger than data's (the axis excepted), so every offset is in bounds.
+pub(crate) struct RowBases {
+    lead_shape: Vec<usize>,
+    /// Data strides of the leading dims, 0 for the axis.
+    lead_strides: Vec<usize>,
+    coord: Vec<usize>,
+    base: usize,
+    remaining: usize,
+}
+
+impl RowBases {
+    pub(crate) fn new(indices_shape: &[usize], data_shape: &[usize], axis: usize) -> RowBases {
+        let rank = indices_shape.len();
+        let data_strides = strides(data_shape);
+        let lead_shape = indices_shape[..rank - 1].to_vec();
+        let lead_strides = (0..rank - 1)
+            .map(|d| if d == axis { 0 } else { data_strides[d] })
+            .collect();
+        let rows = lead_shape.iter().product();
+        RowBases {
+            coord: vec![0; rank - 1],
+            lead_shape,
+            lead_strides,
+            base: 0,
+            remaining: rows,
+        }
+    }
+}
+
+impl Iterator for RowBases {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let current = self.base;
+        // Odometer step: bump the last leading coordinate, carrying leftwards.
+        for d in (0..self.coord.len()).rev() {
+            self.coord[d] += 1;
+            self.base += self.lead_strides[d];
+            if self.coord[d] < self.lead_shape[d] {
+                break;
+            }
+            self.base -= self.lead_strides[d] * self.coord[d];
+            self.coord[d] = 0;
+        }
+        Some(current)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +147,17 @@ mod tests {
         assert!(normalize_axis(-4, 3, "data").is_err());
         assert!(normalize_axis(i64::MIN, 3, "data").is_err());
         assert!(normalize_axis(0, 0, "data").is_err());
+    }
+
+    #[test]
+    fn row_bases_skip_the_axis_and_use_data_strides() {
+        // indices [2, 2, 1] inside data [3, 2, 4], axis 1: rows at (i, *, 0).
+        let bases: Vec<usize> = RowBases::new(&[2, 2, 1], &[3, 2, 4], 1).collect();
+        assert_eq!(bases, vec![0, 0, 8, 8]);
+        // axis 2 (last): rows at (i, j) -> i * 8 + j * 4.
+        let bases: Vec<usize> = RowBases::new(&[2, 2, 3], &[3, 2, 4], 2).collect();
+        assert_eq!(bases, vec![0, 4, 8, 12]);
+        assert_eq!(RowBases::new(&[5], &[7], 0).collect::<Vec<_>>(), vec![0]);
     }
 
     #[test]

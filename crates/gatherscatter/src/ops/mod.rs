@@ -1,6 +1,7 @@
 //! The operators, one per file.
 
 pub mod gather;
+pub mod gather_elements;
 
 use crate::dtype::Element;
 use crate::error::{Error, Result};

@@ -226,3 +226,48 @@ pub fn shape(
 ) -> impl proptest::strategy::Strategy<Value = Vec<usize>> {
     proptest::collection::vec(dim(), rank)
 }
+
+/// SPEC §1 GatherElements: `out[p] = data[p with p[axis] := idx(indices[p])]`.
+/// `None` when any index is out of range.
+pub fn reference_gather_elements<T: Clone>(
+    data: &[T],
+    data_shape: &[usize],
+    indices: &[i128],
+    indices_shape: &[usize],
+    axis: usize,
+) -> Option<Vec<T>> {
+    let mut out = Vec::new();
+    for (flat, p) in coordinates(indices_shape).into_iter().enumerate() {
+        let mut q = p.clone();
+        q[axis] = idx(indices[flat], data_shape[axis])?;
+        out.push(data[offset(&q, data_shape)].clone());
+    }
+    // Indices of an empty output are still all checked (SPEC §2.1).
+    if indices.iter().any(|&v| idx(v, data_shape[axis]).is_none()) {
+        return None;
+    }
+    Some(out)
+}
+
+/// Indices shape for GatherElements / ScatterElements cases: off the axis no
+/// larger than data (often smaller), along the axis anything in 0..=4.
+pub fn elements_case_shapes(
+) -> impl proptest::strategy::Strategy<Value = (Vec<usize>, usize, Vec<usize>)> {
+    use proptest::prelude::*;
+    (shape(1..=6), any::<prop::sample::Index>()).prop_flat_map(|(data_shape, pick)| {
+        let axis = pick.index(data_shape.len());
+        let dims: Vec<BoxedStrategy<usize>> = data_shape
+            .iter()
+            .enumerate()
+            .map(|(d, &s)| {
+                if d == axis {
+                    (0usize..=4).boxed()
+                } else {
+                    // Equal most of the time, smaller often.
+                    prop_oneof![2 => Just(s), 1 => 0..=s].boxed()
+                }
+            })
+            .collect();
+        (Just(data_shape), Just(axis), dims)
+    })
+}
