@@ -2,7 +2,9 @@
 //! outputs, and checks each output against the value the document gives.
 //! Exits non-zero if any differs.
 
-use gatherscatter::{Element, Gather, GatherElements, Profile, Result, Tensor};
+use gatherscatter::{
+    Element, Gather, GatherElements, Profile, Reduction, Result, ScatterElements, Tensor,
+};
 
 type Op = Box<dyn Fn(&[Tensor]) -> Result<Tensor>>;
 
@@ -23,6 +25,10 @@ fn gather(op: Gather) -> Op {
 
 fn gather_elements(op: GatherElements) -> Op {
     Box::new(move |x| op.run(&x[0], &x[1]))
+}
+
+fn scatter_elements(op: ScatterElements) -> Op {
+    Box::new(move |x| op.run(&x[0], &x[1], &x[2]))
 }
 
 fn directml(level: &str) -> Profile {
@@ -112,6 +118,53 @@ fn examples() -> Vec<Example> {
             ],
             op: gather_elements(GatherElements::new(1).profile(Profile::MindSpore)),
             expected: t(&[2, 2], vec![3i32, 1, 5, 4]),
+        },
+        Example {
+            source: "ONNX ScatterElements-16 Example 1 (scatter_elements_without_axis)",
+            inputs: vec![
+                ("data", t(&[3, 3], vec![0.0f32; 9])),
+                ("indices", t(&[2, 3], vec![1i64, 0, 2, 0, 2, 1])),
+                ("updates", t(&[2, 3], vec![1.0f32, 1.1, 1.2, 2.0, 2.1, 2.2])),
+            ],
+            op: scatter_elements(ScatterElements::new(0).profile(onnx(16))),
+            expected: t(
+                &[3, 3],
+                vec![2.0f32, 1.1, 0.0, 1.0, 0.0, 2.2, 0.0, 2.1, 1.2],
+            ),
+        },
+        Example {
+            source: "ONNX ScatterElements-16 Example 2 (scatter_elements_with_axis)",
+            inputs: vec![
+                ("data", t(&[1, 5], vec![1.0f32, 2.0, 3.0, 4.0, 5.0])),
+                ("indices", t(&[1, 2], vec![1i64, 3])),
+                ("updates", t(&[1, 2], vec![1.1f32, 2.1])),
+            ],
+            op: scatter_elements(ScatterElements::new(1).profile(onnx(16))),
+            expected: t(&[1, 5], vec![1.0f32, 1.1, 3.0, 2.1, 5.0]),
+        },
+        Example {
+            source: "ONNX ScatterElements-16 scatter_elements_with_negative_indices",
+            inputs: vec![
+                ("data", t(&[1, 5], vec![1.0f32, 2.0, 3.0, 4.0, 5.0])),
+                ("indices", t(&[1, 2], vec![1i64, -3])),
+                ("updates", t(&[1, 2], vec![1.1f32, 2.1])),
+            ],
+            op: scatter_elements(ScatterElements::new(1).profile(onnx(16))),
+            expected: t(&[1, 5], vec![1.0f32, 1.1, 2.1, 4.0, 5.0]),
+        },
+        Example {
+            source: "ONNX ScatterElements-16 scatter_elements_with_duplicate_indices (add)",
+            inputs: vec![
+                ("data", t(&[1, 5], vec![1.0f32, 2.0, 3.0, 4.0, 5.0])),
+                ("indices", t(&[1, 2], vec![1i64, 1])),
+                ("updates", t(&[1, 2], vec![1.1f32, 2.1])),
+            ],
+            op: scatter_elements(
+                ScatterElements::new(1)
+                    .reduction(Reduction::Add)
+                    .profile(onnx(16)),
+            ),
+            expected: t(&[1, 5], vec![1.0f32, 5.2, 3.0, 4.0, 5.0]),
         },
     ]
 }

@@ -153,7 +153,9 @@ mod sealed {
 /// The trait is sealed; its implementors are `bool`, `i8`..`i64`, `u8`..`u64`,
 /// [`half::f16`], [`half::bf16`], `f32`, `f64`, [`Complex32`], [`Complex64`]
 /// and `String`.
-pub trait Element: Clone + PartialEq + fmt::Debug + Send + Sync + 'static + sealed::Sealed {
+pub trait Element:
+    Clone + PartialEq + fmt::Debug + Send + Sync + 'static + sealed::Sealed + crate::reduction::Reduce
+{
     /// The dtype this Rust type represents.
     const DTYPE: DType;
 

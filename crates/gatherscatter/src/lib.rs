@@ -1,8 +1,8 @@
 //! # gatherscatter
 //!
 //! The tensor gather/scatter operator family, exact on every contract:
-//! ONNX Gather and GatherElements (with the DirectML and MindSpore contracts),
-//! with the scatter operators following.
+//! ONNX Gather, GatherElements (with the DirectML and MindSpore contracts),
+//! ScatterElements with every reduction, and the deprecated Scatter.
 //!
 //! - Every one of the 16 ONNX dtypes ([`DType`]) and every integer index type
 //!   (`i8`..`i64`, `u8`..`u64`).
@@ -39,6 +39,21 @@
 //! assert_eq!(out.data::<i32>().unwrap(), &[4, 8, 3, 7, 2, 3]);
 //! # Ok::<(), gatherscatter::Error>(())
 //! ```
+//!
+//! ## ScatterElements
+//!
+//! ```
+//! use gatherscatter::{Reduction, ScatterElements, Tensor};
+//!
+//! let data = Tensor::new(vec![1, 5], vec![1.0f32, 2.0, 3.0, 4.0, 5.0])?;
+//! let indices = Tensor::new(vec![1, 2], vec![1i64, 1])?;
+//! let updates = Tensor::new(vec![1, 2], vec![1.1f32, 2.1])?;
+//! let out = ScatterElements::new(1)
+//!     .reduction(Reduction::Add)
+//!     .run(&data, &indices, &updates)?;
+//! assert_eq!(out.data::<f32>().unwrap(), &[1.0, 5.2, 3.0, 4.0, 5.0]);
+//! # Ok::<(), gatherscatter::Error>(())
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -48,6 +63,7 @@ pub mod error;
 pub mod index;
 pub mod ops;
 pub mod profile;
+pub mod reduction;
 mod shape;
 pub mod tensor;
 
@@ -56,7 +72,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElement;
 pub use ops::gather::{gather, Gather};
 pub use ops::gather_elements::{gather_elements, GatherElements};
+pub use ops::scatter_elements::{scatter_elements, Scatter, ScatterElements};
 pub use profile::{FeatureLevel, Profile};
+pub use reduction::Reduction;
 pub use tensor::{Tensor, TypedTensor, TypedView};
 
 pub use half::{bf16, f16};

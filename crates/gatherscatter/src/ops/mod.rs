@@ -2,6 +2,7 @@
 
 pub mod gather;
 pub mod gather_elements;
+pub mod scatter_elements;
 
 use crate::dtype::Element;
 use crate::error::{Error, Result};

@@ -90,14 +90,21 @@ pub fn reference_gather<T: Clone>(
 
 /// Build a value of each dtype from an integer seed, so one random case can
 /// be run for every dtype.
-pub trait FromSeed: Element {
+pub trait FromSeed: Element + std::fmt::Debug {
     fn from_seed(seed: i64) -> Self;
 }
 
 macro_rules! from_seed_cast {
     ($($t:ty),*) => {$(impl FromSeed for $t { fn from_seed(seed: i64) -> Self { seed as $t } })*};
 }
-from_seed_cast!(i8, i16, i32, i64, u8, u16, u32, u64);
+from_seed_cast!(i8, i16, i32, u8, u16, u32, u64);
+
+impl FromSeed for i64 {
+    /// Large magnitudes, so that a few adds or any multiply overflow and wrap.
+    fn from_seed(seed: i64) -> Self {
+        seed.wrapping_mul(1 << 53).wrapping_add(seed)
+    }
+}
 
 impl FromSeed for bool {
     fn from_seed(seed: i64) -> Self {
@@ -270,4 +277,196 @@ pub fn elements_case_shapes(
             .collect();
         (Just(data_shape), Just(axis), dims)
     })
+}
+
+/// SPEC §1 ScatterElements: a copy of data, then for each position `p` of
+/// indices in row-major order `out[t] = f(out[t], updates[p])`.
+/// `None` when any index is out of range.
+pub fn reference_scatter_elements<T: Clone>(
+    data: &[T],
+    data_shape: &[usize],
+    indices: &[i128],
+    indices_shape: &[usize],
+    updates: &[T],
+    axis: usize,
+    f: impl Fn(&T, &T) -> T,
+) -> Option<Vec<T>> {
+    if indices.iter().any(|&v| idx(v, data_shape[axis]).is_none()) {
+        return None;
+    }
+    let mut out = data.to_vec();
+    for (flat, p) in coordinates(indices_shape).into_iter().enumerate() {
+        let mut t = p.clone();
+        t[axis] = idx(indices[flat], data_shape[axis])?;
+        let o = offset(&t, data_shape);
+        out[o] = f(&out[o], &updates[flat]);
+    }
+    Some(out)
+}
+
+/// Reductions per SPEC §2.8–2.9, written from the text independently of the
+/// library; `None` where the dtype does not define the reduction.
+pub trait RefReduce: FromSeed {
+    fn reduce(name: &str, a: &Self, b: &Self) -> Option<Self>;
+    /// Bitwise equality, except that any NaN equals any NaN (payloads are not specified).
+    fn same(a: &Self, b: &Self) -> bool;
+}
+
+macro_rules! ref_int {
+    ($($t:ty),*) => {$(impl RefReduce for $t {
+        fn reduce(name: &str, a: &Self, b: &Self) -> Option<Self> {
+            Some(match name {
+                "none" => *b,
+                "add" => a.wrapping_add(*b),
+                "mul" => a.wrapping_mul(*b),
+                "max" => if b > a { *b } else { *a },
+                "min" => if b < a { *b } else { *a },
+                _ => return None,
+            })
+        }
+        fn same(a: &Self, b: &Self) -> bool { a == b }
+    })*};
+}
+ref_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl RefReduce for bool {
+    fn reduce(name: &str, a: &Self, b: &Self) -> Option<Self> {
+        Some(match name {
+            "none" => *b,
+            "add" | "max" => *a || *b,
+            "mul" | "min" => *a && *b,
+            _ => return None,
+        })
+    }
+    fn same(a: &Self, b: &Self) -> bool {
+        a == b
+    }
+}
+
+/// max/min of two values given as f64 with NaN propagation and signed zeros.
+fn ref_float_pick(name: &str, a: f64, b: f64) -> Option<bool> {
+    // Some(true) = take b, Some(false) = keep a.
+    if a.is_nan() {
+        return Some(false);
+    }
+    if b.is_nan() {
+        return Some(true);
+    }
+    match name {
+        "max" => {
+            Some(b > a || (a == 0.0 && b == 0.0 && a.is_sign_negative() && b.is_sign_positive()))
+        }
+        "min" => {
+            Some(b < a || (a == 0.0 && b == 0.0 && a.is_sign_positive() && b.is_sign_negative()))
+        }
+        _ => None,
+    }
+}
+
+macro_rules! ref_float {
+    ($t:ty, $to:expr, $from:expr, $bits:expr) => {
+        impl RefReduce for $t {
+            fn reduce(name: &str, a: &Self, b: &Self) -> Option<Self> {
+                let (x, y): (f64, f64) = ($to(*a), $to(*b));
+                Some(match name {
+                    "none" => *b,
+                    "add" => $from(x, y, |x: f64, y: f64| x + y),
+                    "mul" => $from(x, y, |x: f64, y: f64| x * y),
+                    "max" | "min" => {
+                        if ref_float_pick(name, x, y)? {
+                            *b
+                        } else {
+                            *a
+                        }
+                    }
+                    _ => return None,
+                })
+            }
+            fn same(a: &Self, b: &Self) -> bool {
+                let (x, y): (f64, f64) = ($to(*a), $to(*b));
+                (x.is_nan() && y.is_nan()) || $bits(*a) == $bits(*b)
+            }
+        }
+    };
+}
+// f32 and f64 compute natively; f16 and bf16 compute in f32 and round each step.
+ref_float!(
+    f32,
+    |v: f32| v as f64,
+    |x: f64, y: f64, op: fn(f64, f64) -> f64| native_f32(x as f32, y as f32, op),
+    |v: f32| v.to_bits() as u64
+);
+ref_float!(
+    f64,
+    |v: f64| v,
+    |x: f64, y: f64, op: fn(f64, f64) -> f64| op(x, y),
+    |v: f64| v.to_bits()
+);
+ref_float!(
+    gatherscatter::f16,
+    |v: gatherscatter::f16| v.to_f64(),
+    |x: f64, y: f64, op: fn(f64, f64) -> f64| gatherscatter::f16::from_f32(native_f32(
+        x as f32, y as f32, op
+    )),
+    |v: gatherscatter::f16| v.to_bits() as u64
+);
+ref_float!(
+    gatherscatter::bf16,
+    |v: gatherscatter::bf16| v.to_f64(),
+    |x: f64, y: f64, op: fn(f64, f64) -> f64| gatherscatter::bf16::from_f32(native_f32(
+        x as f32, y as f32, op
+    )),
+    |v: gatherscatter::bf16| v.to_bits() as u64
+);
+
+/// The f32 result of `op` (+ or *) on two f32 values: computed in f64 and
+/// rounded once, which equals the correctly rounded f32 operation because
+/// f64 has more than 2 * 24 + 2 bits of precision.
+fn native_f32(x: f32, y: f32, op: fn(f64, f64) -> f64) -> f32 {
+    op(x as f64, y as f64) as f32
+}
+
+macro_rules! ref_complex {
+    ($($t:ty),*) => {$(impl RefReduce for $t {
+        fn reduce(name: &str, a: &Self, b: &Self) -> Option<Self> {
+            Some(match name {
+                "none" => *b,
+                "add" => <$t>::new(a.re + b.re, a.im + b.im),
+                "mul" => <$t>::new(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re),
+                _ => return None,
+            })
+        }
+        fn same(a: &Self, b: &Self) -> bool {
+            let eq = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits();
+            eq(a.re as f64, b.re as f64) && eq(a.im as f64, b.im as f64)
+        }
+    })*};
+}
+ref_complex!(Complex32, Complex64);
+
+impl RefReduce for String {
+    fn reduce(name: &str, a: &Self, b: &Self) -> Option<Self> {
+        Some(match name {
+            "none" => b.clone(),
+            "add" => format!("{a}{b}"),
+            "max" => {
+                if b.as_bytes() > a.as_bytes() {
+                    b.clone()
+                } else {
+                    a.clone()
+                }
+            }
+            "min" => {
+                if b.as_bytes() < a.as_bytes() {
+                    b.clone()
+                } else {
+                    a.clone()
+                }
+            }
+            _ => return None,
+        })
+    }
+    fn same(a: &Self, b: &Self) -> bool {
+        a == b
+    }
 }
