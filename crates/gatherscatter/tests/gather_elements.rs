@@ -501,3 +501,26 @@ proptest! {
         prop_assert_eq!(typed, dynamic);
     }
 }
+
+#[test]
+fn directml_index_types_from_3_0_are_int32_int64_uint32_uint64() {
+    let data = Tensor::new(vec![3], vec![1.0f32, 2.0, 3.0]).unwrap();
+    for level in ["3.0", "4.1"] {
+        for dtype in DType::INDEX_TYPES {
+            let result = GatherElements::new(0)
+                .profile(dml(level))
+                .run(&data, &index_tensor(dtype, &[1], &[2]));
+            let accepted = matches!(dtype, DType::I32 | DType::I64 | DType::U32 | DType::U64);
+            match result {
+                Ok(out) => {
+                    assert!(accepted, "{dtype} at {level} should be refused");
+                    assert_eq!(out.data::<f32>().unwrap(), &[3.0]);
+                }
+                Err(err) => {
+                    assert!(!accepted, "{dtype} at {level} should be accepted: {err}");
+                    assert_eq!(err.kind(), ErrorKind::BadDType);
+                }
+            }
+        }
+    }
+}

@@ -384,6 +384,11 @@ struct Geometry<'a> {
 /// Applies updates in row-major order of `indices`, which is what makes
 /// duplicates deterministic (SPEC §2.6–2.7). Requires non-empty indices,
 /// resolved into `[0, data_shape[axis])`, with a checked shape.
+///
+/// Two updates can only meet at a target if they share every coordinate off
+/// the axis; so a split of the off-axis coordinates across workers, each
+/// walking its share in this same ascending order, gives the same result for
+/// any number of threads.
 fn scatter_rows<W, C: Combine<W>>(
     out: &mut [W],
     g: &Geometry<'_>,
