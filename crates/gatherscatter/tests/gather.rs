@@ -6,7 +6,6 @@ mod common;
 use common::*;
 use gatherscatter::{bf16, DType, Error, ErrorKind, Gather, Profile, Tensor, TypedTensor};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn f32_tensor(shape: &[usize], data: &[f32]) -> Tensor {
     Tensor::new(shape.to_vec(), data.to_vec()).unwrap()
@@ -573,11 +572,8 @@ fn case() -> impl Strategy<Value = Case> {
                 dtype,
                 index_dtype,
             )| {
-                if !index_dtype.is_signed_integer() {
-                    // Unsigned types cannot hold the negative form: use the positive one.
-                    let s = data_shape[(axis.rem_euclid(data_shape.len() as i64)) as usize] as i128;
-                    indices.iter_mut().for_each(|v| *v = v.rem_euclid(s.max(1)));
-                }
+                let s = data_shape[(axis.rem_euclid(data_shape.len() as i64)) as usize];
+                fit_to_index_type(&mut indices, index_dtype, s);
                 Case {
                     data_shape,
                     axis,
@@ -607,24 +603,12 @@ fn check_case<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
     let indices = index_tensor(case.index_dtype, &case.indices_shape, &case.indices);
     let data_tensor = Tensor::new(case.data_shape.clone(), data).unwrap();
     let op = Gather::new(case.axis).batch_dims(case.batch_dims);
-    let dynamic = op.run(&data_tensor, &indices);
-    match reference {
-        Some((ref_shape, expected)) => {
-            let out = dynamic.map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(out.shape(), &ref_shape[..]);
-            prop_assert_eq!(out.data::<T>().unwrap(), &expected[..]);
-        }
-        None => prop_assert_eq!(dynamic.unwrap_err().kind(), ErrorKind::OutOfBounds),
-    }
-    Ok(())
+    let result = op.run(&data_tensor, &indices);
+    check_against_reference(result, reference, T::eq)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 1500,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(proptest_config(1500))]
 
     #[test]
     fn gather_matches_reference(case in case()) {

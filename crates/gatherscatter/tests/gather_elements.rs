@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use gatherscatter::{f16, DType, Error, ErrorKind, FeatureLevel, GatherElements, Profile, Tensor};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn dml(level: &str) -> Profile {
     Profile::DirectMl {
@@ -429,10 +428,7 @@ fn case() -> impl Strategy<Value = Case> {
                 dtype,
                 index_dtype,
             )| {
-                if !index_dtype.is_signed_integer() {
-                    let s = data_shape[axis] as i128;
-                    indices.iter_mut().for_each(|v| *v = v.rem_euclid(s.max(1)));
-                }
+                fit_to_index_type(&mut indices, index_dtype, data_shape[axis]);
                 Case {
                     data_shape,
                     axis,
@@ -467,23 +463,12 @@ fn check_case<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
         &data_tensor,
         &index_tensor(case.index_dtype, &case.indices_shape, &case.indices),
     );
-    match reference {
-        Some(expected) => {
-            let out = result.map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(out.shape(), &case.indices_shape[..]);
-            prop_assert_eq!(out.data::<T>().unwrap(), &expected[..]);
-        }
-        None => prop_assert_eq!(result.unwrap_err().kind(), ErrorKind::OutOfBounds),
-    }
-    Ok(())
+    let reference = reference.map(|expected| (case.indices_shape.clone(), expected));
+    check_against_reference(result, reference, T::eq)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 1500,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(proptest_config(1500))]
 
     #[test]
     fn gather_elements_matches_reference(case in case()) {

@@ -10,7 +10,6 @@ use gatherscatter::{
     Tensor,
 };
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
     Tensor::new(shape.to_vec(), v.to_vec()).unwrap()
@@ -500,10 +499,7 @@ fn case() -> impl Strategy<Value = Case> {
                 index_dtype,
                 reduction,
             )| {
-                if !index_dtype.is_signed_integer() {
-                    let s = data_shape[axis] as i128;
-                    indices.iter_mut().for_each(|v| *v = v.rem_euclid(s.max(1)));
-                }
+                fit_to_index_type(&mut indices, index_dtype, data_shape[axis]);
                 Case {
                     data_shape,
                     axis,
@@ -547,32 +543,12 @@ fn check_case<T: RefReduce>(case: &Case) -> Result<(), TestCaseError> {
         case.axis,
         |a, b| T::reduce(name, a, b).unwrap(),
     );
-    match reference {
-        Some(expected) => {
-            let out = result.map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(out.shape(), &case.data_shape[..]);
-            let got = out.data::<T>().unwrap();
-            for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
-                prop_assert!(
-                    T::same(g, e),
-                    "element {}: got {:?}, expected {:?}",
-                    k,
-                    g,
-                    e
-                );
-            }
-        }
-        None => prop_assert_eq!(result.unwrap_err().kind(), ErrorKind::OutOfBounds),
-    }
-    Ok(())
+    let reference = reference.map(|expected| (case.data_shape.clone(), expected));
+    check_against_reference(result, reference, T::same)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 2000,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(proptest_config(2000))]
 
     #[test]
     fn scatter_elements_matches_serial_reference(case in case()) {

@@ -470,3 +470,50 @@ impl RefReduce for String {
         a == b
     }
 }
+
+/// Property-test settings shared by the op suites; failures are kept beside
+/// the test file as named regression seeds.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("regressions"),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
+}
+
+/// The op's result must equal the reference's (by `same`, element by
+/// element), or be an out-of-bounds error where the reference rejects.
+pub fn check_against_reference<T: Element>(
+    result: Result<Tensor, gatherscatter::Error>,
+    reference: Option<(Vec<usize>, Vec<T>)>,
+    same: impl Fn(&T, &T) -> bool,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use proptest::prelude::*;
+    match reference {
+        Some((shape, expected)) => {
+            let out = result.map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(out.shape(), &shape[..]);
+            let got = out.data::<T>().unwrap();
+            prop_assert_eq!(got.len(), expected.len());
+            for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
+                prop_assert!(same(g, e), "element {}: got {:?}, expected {:?}", k, g, e);
+            }
+        }
+        None => prop_assert_eq!(
+            result.unwrap_err().kind(),
+            gatherscatter::ErrorKind::OutOfBounds
+        ),
+    }
+    Ok(())
+}
+
+/// Unsigned index types cannot hold the negative form of an index: replace
+/// each negative value by its positive equivalent along an axis of size `s`.
+pub fn fit_to_index_type(indices: &mut [i128], dtype: DType, s: usize) {
+    if !dtype.is_signed_integer() {
+        let s = (s as i128).max(1);
+        indices.iter_mut().for_each(|v| *v = v.rem_euclid(s));
+    }
+}
