@@ -95,6 +95,65 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
     Ok(resolved)
 }
 
+/// How the k-tuples of GatherND / ScatterND indices address data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TupleRule {
+    /// The data dims the tuple components index, in order (`data.shape[b..b+k]`).
+    pub dims: Vec<usize>,
+    /// Row-major data strides of those dims, in elements.
+    pub strides: Vec<usize>,
+    /// Data axis of the first component (= batch_dims), for error messages.
+    pub first_axis: usize,
+    /// Whether `[-s, -1]` is accepted.
+    pub negative_allowed: bool,
+}
+
+/// Check every component of every index tuple against its own dimension
+/// (never only the flattened sum), in row-major order, and resolve each tuple
+/// to an element offset `sum(idx_j * stride_j)`.
+pub(crate) fn resolve_tuples<I: IndexElement>(
+    indices: TypedView<'_, I>,
+    rule: &TupleRule,
+) -> Result<Vec<usize>> {
+    let k = rule.dims.len();
+    let values = indices.data();
+    let tuples = values.len().checked_div(k).unwrap_or(0);
+    let mut offsets = Vec::new();
+    offsets
+        .try_reserve_exact(tuples)
+        .map_err(|_| Error::Allocation {
+            elements: tuples,
+            dtype: DType::U64,
+        })?;
+    if k == 0 {
+        // Empty tuples address the whole slab: one offset 0 per tuple.
+        let n = crate::shape::checked_product(&indices.shape()[..indices.rank().saturating_sub(1)])
+            .unwrap_or(0);
+        offsets.resize(n, 0);
+        return Ok(offsets);
+    }
+    for (t, tuple) in values.chunks_exact(k).enumerate() {
+        let mut offset = 0usize;
+        for (j, &v) in tuple.iter().enumerate() {
+            let axis_rule = AxisRule {
+                axis: rule.first_axis + j,
+                size: rule.dims[j],
+                negative_allowed: rule.negative_allowed,
+            };
+            match axis_rule.resolve(v.to_i128()) {
+                Some(r) => offset += r * rule.strides[j],
+                None => {
+                    return Err(
+                        axis_rule.out_of_range(v.to_i128(), unravel(t * k + j, indices.shape()))
+                    )
+                }
+            }
+        }
+        offsets.push(offset);
+    }
+    Ok(offsets)
+}
+
 /// Run `$body` with `$v` bound to a typed view of `$tensor`'s indices, or
 /// return a `BadDType` error if it is not an integer tensor.
 macro_rules! with_index_view {
@@ -153,6 +212,15 @@ pub(crate) fn resolve_tensor_along_axis(
     context: &str,
 ) -> Result<Vec<usize>> {
     with_index_view!(indices, context, v => resolve_along_axis(v, rule))
+}
+
+/// Dynamic form of [`resolve_tuples`].
+pub(crate) fn resolve_tensor_tuples(
+    indices: &Tensor,
+    rule: &TupleRule,
+    context: &str,
+) -> Result<Vec<usize>> {
+    with_index_view!(indices, context, v => resolve_tuples(v, rule))
 }
 
 #[cfg(test)]

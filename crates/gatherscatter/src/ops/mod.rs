@@ -2,7 +2,9 @@
 
 pub mod gather;
 pub mod gather_elements;
+pub mod gather_nd;
 pub mod scatter_elements;
+pub mod scatter_nd;
 
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -16,5 +18,17 @@ pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
         dtype: T::DTYPE,
     })?;
     out.resize(len, T::zero());
+    Ok(out)
+}
+
+/// A copy of `data` as the output of a scatter, or an allocation error.
+pub(crate) fn copy_of<T: Element>(data: &[T]) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(data.len())
+        .map_err(|_| Error::Allocation {
+            elements: data.len(),
+            dtype: T::DTYPE,
+        })?;
+    out.extend_from_slice(data);
     Ok(out)
 }

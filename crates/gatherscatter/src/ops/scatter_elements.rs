@@ -310,7 +310,7 @@ impl ScatterElements {
         updates: TypedView<'_, T>,
         axis: usize,
     ) -> Result<TypedTensor<T>> {
-        let mut out = copy_output(data.data())?;
+        let mut out = super::copy_of(data.data())?;
         if !resolved.is_empty() {
             let geometry = Geometry {
                 data_shape: data.shape(),
@@ -361,18 +361,6 @@ pub fn scatter_elements(
     ScatterElements::new(axis)
         .reduction(reduction)
         .run(data, indices, updates)
-}
-
-/// A copy of `data`, or an allocation error.
-fn copy_output<T: Element>(data: &[T]) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(data.len())
-        .map_err(|_| Error::Allocation {
-            elements: data.len(),
-            dtype: T::DTYPE,
-        })?;
-    out.extend_from_slice(data);
-    Ok(out)
 }
 
 struct Geometry<'a> {

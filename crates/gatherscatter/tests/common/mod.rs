@@ -517,3 +517,98 @@ pub fn fit_to_index_type(indices: &mut [i128], dtype: DType, s: usize) {
         indices.iter_mut().for_each(|v| *v = v.rem_euclid(s));
     }
 }
+
+/// ONNX GatherND: for each tuple position `t` of `indices.shape[:-1]` and each
+/// trailing coordinate `rest`, `out[t, rest] = data[t[:b], idx(tuple_0), ..,
+/// idx(tuple_{k-1}), rest]`. `None` when any component is out of range.
+pub fn reference_gather_nd<T: Clone>(
+    data: &[T],
+    data_shape: &[usize],
+    indices: &[i128],
+    indices_shape: &[usize],
+    b: usize,
+) -> Option<(Vec<usize>, Vec<T>)> {
+    let q = indices_shape.len();
+    let k = indices_shape[q - 1];
+    for (flat, c) in coordinates(indices_shape).into_iter().enumerate() {
+        idx(indices[flat], data_shape[b + c[q - 1]])?;
+    }
+    let rest_shape = &data_shape[b + k..];
+    let mut out_shape = indices_shape[..q - 1].to_vec();
+    out_shape.extend_from_slice(rest_shape);
+    let mut out = Vec::new();
+    for t in coordinates(&indices_shape[..q - 1]) {
+        let mut prefix = t[..b].to_vec();
+        for j in 0..k {
+            let mut ic = t.clone();
+            ic.push(j);
+            prefix.push(idx(indices[offset(&ic, indices_shape)], data_shape[b + j])?);
+        }
+        for rest in coordinates(rest_shape) {
+            let mut dc = prefix.clone();
+            dc.extend_from_slice(&rest);
+            out.push(data[offset(&dc, data_shape)].clone());
+        }
+    }
+    Some((out_shape, out))
+}
+
+/// ONNX ScatterND: a copy of data, then for each tuple position `t` in
+/// row-major order and each trailing coordinate `rest`,
+/// `out[tuple, rest] = f(out[tuple, rest], updates[t, rest])`.
+pub fn reference_scatter_nd<T: Clone>(
+    data: &[T],
+    data_shape: &[usize],
+    indices: &[i128],
+    indices_shape: &[usize],
+    updates: &[T],
+    f: impl Fn(&T, &T) -> T,
+) -> Option<Vec<T>> {
+    let q = indices_shape.len();
+    let k = indices_shape[q - 1];
+    for (flat, c) in coordinates(indices_shape).into_iter().enumerate() {
+        idx(indices[flat], data_shape[c[q - 1]])?;
+    }
+    let rest_shape = &data_shape[k..];
+    let mut updates_shape = indices_shape[..q - 1].to_vec();
+    updates_shape.extend_from_slice(rest_shape);
+    let mut out = data.to_vec();
+    for t in coordinates(&indices_shape[..q - 1]) {
+        let mut prefix = Vec::new();
+        for j in 0..k {
+            let mut ic = t.clone();
+            ic.push(j);
+            prefix.push(idx(indices[offset(&ic, indices_shape)], data_shape[j])?);
+        }
+        for rest in coordinates(rest_shape) {
+            let mut dc = prefix.clone();
+            dc.extend_from_slice(&rest);
+            let mut uc = t.clone();
+            uc.extend_from_slice(&rest);
+            let o = offset(&dc, data_shape);
+            out[o] = f(&out[o], &updates[offset(&uc, &updates_shape)]);
+        }
+    }
+    Some(out)
+}
+
+/// Map raw values into `[-s, s)` of the dimension each tuple component
+/// addresses (leaving them as they are, hence out of range, when `s == 0`),
+/// then fit them to the index dtype.
+pub fn fit_tuples(raw: &mut [i128], dims: &[usize], dtype: DType) {
+    let k = dims.len();
+    if k == 0 {
+        return;
+    }
+    for (n, v) in raw.iter_mut().enumerate() {
+        let s = dims[n % k] as i128;
+        if s > 0 {
+            *v = v.rem_euclid(2 * s) - s;
+            if !dtype.is_signed_integer() {
+                *v = v.rem_euclid(s);
+            }
+        } else if !dtype.is_signed_integer() {
+            *v = v.abs();
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! GatherND (ONNX 11, 12, 13).
+//!
+//! `indices` (rank `q >= 1`) is a tensor of k-tuples along its last dim; each
+//! tuple selects the slice `data[b.., i_0, .., i_{k-1}, ..]` within its batch.
+
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
+use crate::ops::alloc_output;
+use crate::profile::{self, Profile};
+use crate::shape::{checked_product, require_rank_at_least_1, strides};
+use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
+
+/// The GatherND operator.
+///
+/// - `k = indices.shape[-1]` with `1 <= k <= rank(data) - batch_dims`;
+///   the first `batch_dims` dims of data and indices are equal.
+/// - Output shape: `indices.shape[:-1] + data.shape[batch_dims + k:]`.
+/// - Each tuple component is checked against its own dimension (`[-s, s-1]`),
+///   before any output is written; the error names the component's position.
+///
+/// ```
+/// use gatherscatter::{GatherND, Tensor};
+///
+/// // ONNX GatherND Example 5 (batch_dims = 1).
+/// let data = Tensor::new(vec![2, 2, 2], (0..8).collect::<Vec<i32>>())?;
+/// let indices = Tensor::new(vec![2, 1], vec![1i64, 0])?;
+/// let out = GatherND::new().batch_dims(1).run(&data, &indices)?;
+/// assert_eq!(out.shape(), &[2, 2]);
+/// assert_eq!(out.data::<i32>().unwrap(), &[2, 3, 4, 5]);
+/// # Ok::<(), gatherscatter::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GatherND {
+    /// Number of leading batch dimensions shared by data and indices.
+    pub batch_dims: usize,
+    /// Contract the call is validated against.
+    pub profile: Profile,
+}
+
+struct NdPlan {
+    rule: TupleRule,
+    batches: usize,
+    /// Elements of data per batch.
+    slab: usize,
+    /// Elements per gathered slice.
+    block: usize,
+    output_shape: Vec<usize>,
+    output_len: usize,
+}
+
+impl GatherND {
+    /// GatherND with no batch dims, permissive profile.
+    pub fn new() -> GatherND {
+        GatherND::default()
+    }
+
+    /// Set the number of batch dimensions.
+    pub fn batch_dims(mut self, batch_dims: usize) -> GatherND {
+        self.batch_dims = batch_dims;
+        self
+    }
+
+    /// Set the contract the call is validated against.
+    pub fn profile(mut self, profile: Profile) -> GatherND {
+        self.profile = profile;
+        self
+    }
+
+    /// Run on dynamic tensors.
+    pub fn run(&self, data: &Tensor, indices: &Tensor) -> Result<Tensor> {
+        let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
+        let offsets = resolve_tensor_tuples(indices, &plan.rule, "GatherND")?;
+        with_typed!(data, t => execute(t.view(), &offsets, plan).map(Tensor::from))
+    }
+
+    /// Run on typed views.
+    pub fn run_typed<T: Element, I: IndexElement>(
+        &self,
+        data: TypedView<'_, T>,
+        indices: TypedView<'_, I>,
+    ) -> Result<TypedTensor<T>> {
+        let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
+        let offsets = resolve_tuples(indices, &plan.rule)?;
+        execute(data, &offsets, plan)
+    }
+
+    fn plan(
+        &self,
+        data_shape: &[usize],
+        data_dtype: DType,
+        indices_shape: &[usize],
+        index_dtype: DType,
+    ) -> Result<NdPlan> {
+        let r = data_shape.len();
+        require_rank_at_least_1("data", r)?;
+        require_rank_at_least_1("indices", indices_shape.len())?;
+        self.check_profile(data_dtype, index_dtype)?;
+        if !index_dtype.is_index_type() {
+            return Err(crate::index::not_an_index_type(index_dtype, "GatherND"));
+        }
+        let b = self.batch_dims;
+        let q = indices_shape.len();
+        if b >= q.min(r) {
+            return Err(Error::attribute(format!(
+                "batch_dims {b} must be less than both the rank {q} of indices and the rank {r} of data"
+            )));
+        }
+        let k = indices_shape[q - 1];
+        if k < 1 || k > r - b {
+            return Err(Error::shape(format!(
+                "indices.shape[-1] is {k}, but it must be in [1, {}] (rank {r} of data minus batch_dims {b})",
+                r - b
+            )));
+        }
+        check_batch_dims(data_shape, indices_shape, b)?;
+        let output_shape: Vec<usize> = indices_shape[..q - 1]
+            .iter()
+            .chain(&data_shape[b + k..])
+            .copied()
+            .collect();
+        let output_len = checked_product(&output_shape).ok_or_else(|| Error::SizeOverflow {
+            what: "GatherND output",
+            shape: output_shape.clone(),
+        })?;
+        let data_strides = strides(data_shape);
+        let nonempty = |dims: &[usize]| {
+            if output_len == 0 {
+                0
+            } else {
+                checked_product(dims).unwrap_or(0)
+            }
+        };
+        Ok(NdPlan {
+            rule: TupleRule {
+                dims: data_shape[b..b + k].to_vec(),
+                strides: data_strides[b..b + k].to_vec(),
+                first_axis: b,
+                negative_allowed: true,
+            },
+            batches: nonempty(&data_shape[..b]),
+            slab: nonempty(&data_shape[b..]),
+            block: nonempty(&data_shape[b + k..]),
+            output_shape,
+            output_len,
+        })
+    }
+
+    fn check_profile(&self, data_dtype: DType, index_dtype: DType) -> Result<()> {
+        match self.profile {
+            Profile::Permissive => Ok(()),
+            Profile::Onnx { opset } => {
+                let version = profile::onnx_since_version("GatherND", opset, &[11, 12, 13])?;
+                let context = || format!("ONNX GatherND-{version} (opset {opset})");
+                if version < 12 && self.batch_dims != 0 {
+                    return Err(Error::attribute(format!(
+                        "batch_dims is not an attribute of {} (it arrived in opset 12); got batch_dims {}",
+                        context(),
+                        self.batch_dims
+                    )));
+                }
+                profile::require_dtype(
+                    "data",
+                    data_dtype,
+                    &profile::onnx_data_types(version),
+                    context,
+                )?;
+                profile::require_dtype("indices", index_dtype, &[DType::I64], context)
+            }
+            other => Err(Error::unsupported(format!(
+                "GatherND is not part of the {other} profile"
+            ))),
+        }
+    }
+}
+
+/// GatherND with `batch_dims`, permissive profile.
+///
+/// ```
+/// use gatherscatter::{gather_nd, Tensor};
+///
+/// // ONNX GatherND Example 1.
+/// let data = Tensor::new(vec![2, 2], vec![0i32, 1, 2, 3])?;
+/// let indices = Tensor::new(vec![2, 2], vec![0i64, 0, 1, 1])?;
+/// assert_eq!(gather_nd(&data, &indices, 0)?.data::<i32>().unwrap(), &[0, 3]);
+/// # Ok::<(), gatherscatter::Error>(())
+/// ```
+pub fn gather_nd(data: &Tensor, indices: &Tensor, batch_dims: usize) -> Result<Tensor> {
+    GatherND::new().batch_dims(batch_dims).run(data, indices)
+}
+
+/// The first `b` dims of data and indices must be equal. Shared with ScatterND's shape rules.
+pub(crate) fn check_batch_dims(
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    b: usize,
+) -> Result<()> {
+    match (0..b).find(|&d| data_shape[d] != indices_shape[d]) {
+        None => Ok(()),
+        Some(d) => Err(Error::shape(format!(
+            "batch dimension {d} differs: data has {} (shape {data_shape:?}), indices have {} (shape {indices_shape:?})",
+            data_shape[d], indices_shape[d]
+        ))),
+    }
+}
+
+fn execute<T: Element>(
+    data: TypedView<'_, T>,
+    offsets: &[usize],
+    plan: NdPlan,
+) -> Result<TypedTensor<T>> {
+    let mut out = alloc_output::<T>(plan.output_len)?;
+    if plan.output_len > 0 {
+        copy_slices(
+            T::as_words(data.data()),
+            offsets,
+            &plan,
+            T::as_words_mut(&mut out),
+        );
+    }
+    Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out))
+}
+
+/// Requires a non-empty output and offsets resolved within a batch slab.
+fn copy_slices<W: Clone>(data: &[W], offsets: &[usize], plan: &NdPlan, out: &mut [W]) {
+    let per_batch = offsets.len() / plan.batches;
+    let blocks = out.chunks_exact_mut(plan.block);
+    for (t, (dst, &off)) in blocks.zip(offsets).enumerate() {
+        let base = (t / per_batch) * plan.slab + off;
+        dst.clone_from_slice(&data[base..base + plan.block]);
+    }
+}

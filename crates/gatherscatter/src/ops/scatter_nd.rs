@@ -1,0 +1,248 @@
+//! ScatterND (ONNX 11, 13, 16, 18).
+//!
+//! Output = copy of `data`; then for each k-tuple of `indices` in row-major
+//! order, the slice `out[i_0, .., i_{k-1}, ..]` is combined with the matching
+//! slice of `updates`.
+
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
+use crate::profile::{self, Profile};
+use crate::reduction::{AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
+use crate::shape::{checked_product, require_rank_at_least_1, strides};
+use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
+
+/// The ScatterND operator.
+///
+/// - `k = indices.shape[-1] <= rank(data)`; `updates.shape ==
+///   indices.shape[:-1] + data.shape[k:]`.
+/// - Every tuple component is checked against its own dimension (`[-s, s-1]`)
+///   before the output exists; `data` is only read.
+/// - Duplicate tuples: with [`Reduction::None`] the last in row-major order
+///   wins; reductions apply in ascending row-major order (bit-identical to a
+///   serial loop). Per-dtype rules as in [`Reduction`].
+///
+/// ```
+/// use gatherscatter::{ScatterND, Tensor};
+///
+/// // ONNX ScatterND Example 1.
+/// let data = Tensor::new(vec![8], (1..=8).collect::<Vec<i64>>())?;
+/// let indices = Tensor::new(vec![4, 1], vec![4i64, 3, 1, 7])?;
+/// let updates = Tensor::new(vec![4], vec![9i64, 10, 11, 12])?;
+/// let out = ScatterND::new().run(&data, &indices, &updates)?;
+/// assert_eq!(out.data::<i64>().unwrap(), &[1, 11, 3, 10, 9, 6, 7, 12]);
+/// # Ok::<(), gatherscatter::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScatterND {
+    /// How updates combine with the output.
+    pub reduction: Reduction,
+    /// Contract the call is validated against.
+    pub profile: Profile,
+}
+
+struct NdPlan {
+    rule: TupleRule,
+    block: usize,
+}
+
+impl ScatterND {
+    /// ScatterND with reduction `none`, permissive profile.
+    pub fn new() -> ScatterND {
+        ScatterND::default()
+    }
+
+    /// Set the reduction.
+    pub fn reduction(mut self, reduction: Reduction) -> ScatterND {
+        self.reduction = reduction;
+        self
+    }
+
+    /// Set the contract the call is validated against.
+    pub fn profile(mut self, profile: Profile) -> ScatterND {
+        self.profile = profile;
+        self
+    }
+
+    /// Run on dynamic tensors. `data` is only read; the result is a new tensor.
+    pub fn run(&self, data: &Tensor, indices: &Tensor, updates: &Tensor) -> Result<Tensor> {
+        if updates.dtype() != data.dtype() {
+            return Err(Error::BadDType {
+                what: "updates",
+                dtype: updates.dtype(),
+                context: format!("ScatterND on {} data", data.dtype()),
+                accepted: vec![data.dtype()],
+            });
+        }
+        let plan = self.plan(
+            data.shape(),
+            data.dtype(),
+            indices.shape(),
+            indices.dtype(),
+            updates.shape(),
+        )?;
+        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
+        with_typed!(data, t => self.execute(t.view(), &offsets, updates.view()?, plan.block).map(Tensor::from))
+    }
+
+    /// Run on typed views.
+    pub fn run_typed<T: Element, I: IndexElement>(
+        &self,
+        data: TypedView<'_, T>,
+        indices: TypedView<'_, I>,
+        updates: TypedView<'_, T>,
+    ) -> Result<TypedTensor<T>> {
+        let plan = self.plan(
+            data.shape(),
+            T::DTYPE,
+            indices.shape(),
+            I::DTYPE,
+            updates.shape(),
+        )?;
+        let offsets = resolve_tuples(indices, &plan.rule)?;
+        self.execute(data, &offsets, updates, plan.block)
+    }
+
+    fn plan(
+        &self,
+        data_shape: &[usize],
+        data_dtype: DType,
+        indices_shape: &[usize],
+        index_dtype: DType,
+        updates_shape: &[usize],
+    ) -> Result<NdPlan> {
+        let r = data_shape.len();
+        require_rank_at_least_1("data", r)?;
+        require_rank_at_least_1("indices", indices_shape.len())?;
+        self.check_profile(data_dtype, index_dtype)?;
+        self.reduction.check_dtype(data_dtype)?;
+        if !index_dtype.is_index_type() {
+            return Err(crate::index::not_an_index_type(index_dtype, "ScatterND"));
+        }
+        let q = indices_shape.len();
+        let k = indices_shape[q - 1];
+        if k > r {
+            return Err(Error::shape(format!(
+                "indices.shape[-1] is {k}, larger than the rank {r} of data"
+            )));
+        }
+        let expected: Vec<usize> = indices_shape[..q - 1]
+            .iter()
+            .chain(&data_shape[k..])
+            .copied()
+            .collect();
+        if updates_shape != expected {
+            return Err(Error::shape(format!(
+                "updates shape {updates_shape:?} must be indices.shape[:-1] + data.shape[{k}:] = {expected:?}"
+            )));
+        }
+        Ok(NdPlan {
+            rule: TupleRule {
+                dims: data_shape[..k].to_vec(),
+                strides: strides(data_shape)[..k].to_vec(),
+                first_axis: 0,
+                negative_allowed: true,
+            },
+            block: checked_product(&data_shape[k..]).unwrap_or(0),
+        })
+    }
+
+    fn check_profile(&self, data_dtype: DType, index_dtype: DType) -> Result<()> {
+        match self.profile {
+            Profile::Permissive => Ok(()),
+            Profile::Onnx { opset } => {
+                let version = profile::onnx_since_version("ScatterND", opset, &[11, 13, 16, 18])?;
+                let context = || format!("ONNX ScatterND-{version} (opset {opset})");
+                let allowed: &[Reduction] = match version {
+                    11 | 13 => &[Reduction::None],
+                    16 => &[Reduction::None, Reduction::Add, Reduction::Mul],
+                    _ => &Reduction::ALL,
+                };
+                if !allowed.contains(&self.reduction) {
+                    let names: Vec<&str> = allowed.iter().map(|r| r.name()).collect();
+                    return Err(Error::BadReduction {
+                        message: format!(
+                            "reduction {} is not allowed by {} (allowed: {})",
+                            self.reduction,
+                            context(),
+                            names.join(", ")
+                        ),
+                    });
+                }
+                profile::require_dtype(
+                    "data",
+                    data_dtype,
+                    &profile::onnx_data_types(version),
+                    context,
+                )?;
+                profile::require_dtype("indices", index_dtype, &[DType::I64], context)
+            }
+            other => Err(Error::unsupported(format!(
+                "ScatterND is not part of the {other} profile"
+            ))),
+        }
+    }
+
+    fn execute<T: Element>(
+        &self,
+        data: TypedView<'_, T>,
+        offsets: &[usize],
+        updates: TypedView<'_, T>,
+        block: usize,
+    ) -> Result<TypedTensor<T>> {
+        let mut out = super::copy_of(data.data())?;
+        if block > 0 && !offsets.is_empty() {
+            let upd = updates.data();
+            match self.reduction {
+                Reduction::None => scatter_slices::<T::Word, Overwrite>(
+                    T::as_words_mut(&mut out),
+                    offsets,
+                    T::as_words(upd),
+                    block,
+                ),
+                Reduction::Add => scatter_slices::<T, AddOp>(&mut out, offsets, upd, block),
+                Reduction::Mul => scatter_slices::<T, MulOp>(&mut out, offsets, upd, block),
+                Reduction::Max => scatter_slices::<T, MaxOp>(&mut out, offsets, upd, block),
+                Reduction::Min => scatter_slices::<T, MinOp>(&mut out, offsets, upd, block),
+            }
+        }
+        Ok(TypedTensor::from_parts_unchecked(
+            data.shape().to_vec(),
+            out,
+        ))
+    }
+}
+
+/// ScatterND with `reduction`, permissive profile.
+///
+/// ```
+/// use gatherscatter::{scatter_nd, Reduction, Tensor};
+///
+/// let data = Tensor::new(vec![2, 2], vec![1.0f32, 2.0, 3.0, 4.0])?;
+/// let indices = Tensor::new(vec![2, 1], vec![1i64, 1])?;
+/// let updates = Tensor::new(vec![2, 2], vec![10.0f32, 20.0, 30.0, 40.0])?;
+/// let out = scatter_nd(&data, &indices, &updates, Reduction::Add)?;
+/// assert_eq!(out.data::<f32>().unwrap(), &[1.0, 2.0, 43.0, 64.0]);
+/// # Ok::<(), gatherscatter::Error>(())
+/// ```
+pub fn scatter_nd(
+    data: &Tensor,
+    indices: &Tensor,
+    updates: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    ScatterND::new()
+        .reduction(reduction)
+        .run(data, indices, updates)
+}
+
+/// Tuples in row-major order, so duplicates resolve deterministically. Each
+/// tuple owns a whole slice; a threaded version must split by output slice,
+/// never by tuple (onnxruntime's ScatterND race), to stay bit-identical.
+fn scatter_slices<W, C: Combine<W>>(out: &mut [W], offsets: &[usize], updates: &[W], block: usize) {
+    for (&off, upd) in offsets.iter().zip(updates.chunks_exact(block)) {
+        for (o, u) in out[off..off + block].iter_mut().zip(upd) {
+            C::combine(o, u);
+        }
+    }
+}
