@@ -575,10 +575,10 @@ pub fn reference_scatter_nd<T: Clone>(
     let mut out = data.to_vec();
     for t in coordinates(&indices_shape[..q - 1]) {
         let mut prefix = Vec::new();
-        for j in 0..k {
+        for (j, &s) in data_shape[..k].iter().enumerate() {
             let mut ic = t.clone();
             ic.push(j);
-            prefix.push(idx(indices[offset(&ic, indices_shape)], data_shape[j])?);
+            prefix.push(idx(indices[offset(&ic, indices_shape)], s)?);
         }
         for rest in coordinates(rest_shape) {
             let mut dc = prefix.clone();
