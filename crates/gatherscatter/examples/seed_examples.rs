@@ -3,7 +3,8 @@
 //! Exits non-zero if any differs.
 
 use gatherscatter::{
-    Element, Gather, GatherElements, Profile, Reduction, Result, ScatterElements, Tensor,
+    Element, Gather, GatherElements, GatherND, Profile, Reduction, Result, ScatterElements,
+    ScatterND, Tensor,
 };
 
 type Op = Box<dyn Fn(&[Tensor]) -> Result<Tensor>>;
@@ -165,6 +166,30 @@ fn examples() -> Vec<Example> {
                     .profile(onnx(16)),
             ),
             expected: t(&[1, 5], vec![1.0f32, 5.2, 3.0, 4.0, 5.0]),
+        },
+        Example {
+            source: "ONNX GatherND-13 Example 5 (batch_dims = 1)",
+            inputs: vec![
+                ("data", t(&[2, 2, 2], (0..8).collect::<Vec<i32>>())),
+                ("indices", t(&[2, 1], vec![1i64, 0])),
+            ],
+            op: Box::new(move |x| {
+                GatherND::new()
+                    .batch_dims(1)
+                    .profile(onnx(13))
+                    .run(&x[0], &x[1])
+            }),
+            expected: t(&[2, 2], vec![2i32, 3, 4, 5]),
+        },
+        Example {
+            source: "ONNX ScatterND-18 Example 1",
+            inputs: vec![
+                ("data", t(&[8], (1..=8).collect::<Vec<i64>>())),
+                ("indices", t(&[4, 1], vec![4i64, 3, 1, 7])),
+                ("updates", t(&[4], vec![9i64, 10, 11, 12])),
+            ],
+            op: Box::new(move |x| ScatterND::new().profile(onnx(18)).run(&x[0], &x[1], &x[2])),
+            expected: t(&[8], vec![1i64, 11, 3, 10, 9, 6, 7, 12]),
         },
     ]
 }

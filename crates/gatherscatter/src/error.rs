@@ -31,6 +31,22 @@ pub enum Error {
         /// Whether negative indices are allowed by the active profile.
         negative_allowed: bool,
     },
+    /// A TensorScatter write index that does not place its update inside the cache.
+    #[error("{}", describe_write_index(*.value, *.batch, *.axis, *.max_sequence_length, *.sequence_length, *.circular))]
+    WriteIndexOutOfRange {
+        /// The write index as given.
+        value: i128,
+        /// Its position in `write_indices` (the batch entry).
+        batch: usize,
+        /// The sequence axis of the cache.
+        axis: usize,
+        /// Size of the sequence axis of the cache.
+        max_sequence_length: usize,
+        /// Size of the sequence axis of the update.
+        sequence_length: usize,
+        /// Whether the mode is circular (indices wrap) rather than linear.
+        circular: bool,
+    },
     /// An axis attribute outside `[-rank, rank - 1]`.
     #[error("axis {axis} is out of range [{}, {}] for {what} of rank {rank}", -(*.rank as i128), *.rank as i128 - 1)]
     BadAxis {
@@ -168,7 +184,9 @@ impl Error {
     /// The stable kind of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::IndexOutOfRange { .. } => ErrorKind::OutOfBounds,
+            Error::IndexOutOfRange { .. } | Error::WriteIndexOutOfRange { .. } => {
+                ErrorKind::OutOfBounds
+            }
             Error::BadAxis { .. } => ErrorKind::BadAxis,
             Error::RankMismatch { .. } => ErrorKind::RankMismatch,
             Error::ShapeMismatch { .. } | Error::DataLength { .. } => ErrorKind::ShapeMismatch,
@@ -223,6 +241,26 @@ fn describe_out_of_range(
         format!(
             "index {value} at indices{at} is out of range [0, {}] for axis {axis} of size {axis_size} (negative indices are not allowed by the active profile)",
             size - 1
+        )
+    }
+}
+
+fn describe_write_index(
+    value: i128,
+    batch: usize,
+    axis: usize,
+    max_sequence_length: usize,
+    sequence_length: usize,
+    circular: bool,
+) -> String {
+    if circular {
+        format!(
+            "write index {value} at write_indices[{batch}] is negative; circular mode takes indices >= 0, modulo the size {max_sequence_length} of axis {axis}"
+        )
+    } else {
+        format!(
+            "write index {value} at write_indices[{batch}] is out of range [0, {}]: an update of length {sequence_length} must fit inside axis {axis} of size {max_sequence_length} in linear mode",
+            max_sequence_length as i128 - sequence_length as i128
         )
     }
 }

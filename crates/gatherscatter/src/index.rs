@@ -195,6 +195,7 @@ macro_rules! with_index_view {
         }
     };
 }
+pub(crate) use with_index_view;
 
 pub(crate) fn not_an_index_type(dtype: DType, context: &str) -> Error {
     Error::BadDType {

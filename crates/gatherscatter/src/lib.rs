@@ -2,7 +2,8 @@
 //!
 //! The tensor gather/scatter operator family, exact on every contract:
 //! ONNX Gather, GatherElements (with the DirectML and MindSpore contracts),
-//! ScatterElements with every reduction, and the deprecated Scatter.
+//! ScatterElements with every reduction and the deprecated Scatter, GatherND,
+//! ScatterND and TensorScatter.
 //!
 //! - Every one of the 16 ONNX dtypes ([`DType`]) and every integer index type
 //!   (`i8`..`i64`, `u8`..`u64`).
@@ -54,6 +55,29 @@
 //! assert_eq!(out.data::<f32>().unwrap(), &[1.0, 5.2, 3.0, 4.0, 5.0]);
 //! # Ok::<(), gatherscatter::Error>(())
 //! ```
+//!
+//! ## GatherND, ScatterND and TensorScatter
+//!
+//! ```
+//! use gatherscatter::{GatherND, Reduction, ScatterND, Tensor, TensorScatter};
+//!
+//! let data = Tensor::new(vec![2, 2], vec![0i32, 1, 2, 3])?;
+//! let pairs = Tensor::new(vec![2, 2], vec![0i64, 0, 1, 1])?;
+//! assert_eq!(GatherND::new().run(&data, &pairs)?.data::<i32>().unwrap(), &[0, 3]);
+//!
+//! let rows = Tensor::new(vec![2, 1], vec![1i64, 1])?;
+//! let updates = Tensor::new(vec![2, 2], vec![10i32, 10, 20, 20])?;
+//! let out = ScatterND::new().reduction(Reduction::Add).run(&data, &rows, &updates)?;
+//! assert_eq!(out.data::<i32>().unwrap(), &[0, 1, 32, 33]);
+//!
+//! // KV cache [batch 1, seq 3, dim 1]: write one step at position 2.
+//! let cache = Tensor::new(vec![1, 3, 1], vec![0.0f32; 3])?;
+//! let step = Tensor::new(vec![1, 1, 1], vec![7.0f32])?;
+//! let at = Tensor::from_vec(vec![2i64]);
+//! let out = TensorScatter::new().run(&cache, &step, Some(&at))?;
+//! assert_eq!(out.data::<f32>().unwrap(), &[0.0, 0.0, 7.0]);
+//! # Ok::<(), gatherscatter::Error>(())
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -75,6 +99,7 @@ pub use ops::gather_elements::{gather_elements, GatherElements};
 pub use ops::gather_nd::{gather_nd, GatherND};
 pub use ops::scatter_elements::{scatter_elements, Scatter, ScatterElements};
 pub use ops::scatter_nd::{scatter_nd, ScatterND};
+pub use ops::tensor_scatter::{ScatterMode, TensorScatter};
 pub use profile::{FeatureLevel, Profile};
 pub use reduction::Reduction;
 pub use tensor::{Tensor, TypedTensor, TypedView};

@@ -387,6 +387,18 @@ fn onnx_profiles_by_opset() {
     );
 }
 
+#[test]
+fn scatter_nd_onnx_profile_bf16_from_13_and_int64_indices() {
+    let bf = Tensor::new(vec![1], vec![bf16::ONE]).unwrap();
+    let idx = i64s(&[1, 1], &[0]);
+    let run = |opset: u32, idx: &Tensor| ScatterND::new().profile(onnx(opset)).run(&bf, idx, &bf);
+    assert_eq!(run(11, &idx).unwrap_err().kind(), ErrorKind::BadDType);
+    assert!(run(13, &idx).is_ok());
+    let idx32 = i32s(&[1, 1], &[0]);
+    assert_eq!(run(18, &idx32).unwrap_err().kind(), ErrorKind::BadDType);
+    assert!(ScatterND::new().run(&bf, &idx32, &bf).is_ok());
+}
+
 // ---- property tests ----
 
 #[derive(Debug, Clone)]

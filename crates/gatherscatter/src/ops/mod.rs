@@ -5,6 +5,7 @@ pub mod gather_elements;
 pub mod gather_nd;
 pub mod scatter_elements;
 pub mod scatter_nd;
+pub mod tensor_scatter;
 
 use crate::dtype::Element;
 use crate::error::{Error, Result};
