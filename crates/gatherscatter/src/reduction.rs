@@ -66,6 +66,30 @@ impl Reduction {
     }
 }
 
+/// The reductions ONNX allows for ScatterElements and ScatterND at a given
+/// operator version: none only before 16, add/mul from 16, max/min from 18.
+pub(crate) fn check_onnx_reduction(
+    reduction: Reduction,
+    version: u32,
+    context: &str,
+) -> Result<()> {
+    let allowed: &[Reduction] = match version {
+        ..=15 => &[Reduction::None],
+        16..=17 => &[Reduction::None, Reduction::Add, Reduction::Mul],
+        _ => &Reduction::ALL,
+    };
+    if allowed.contains(&reduction) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|r| r.name()).collect();
+    Err(Error::BadReduction {
+        message: format!(
+            "reduction {reduction} is not allowed by {context} (allowed: {})",
+            names.join(", ")
+        ),
+    })
+}
+
 impl fmt::Display for Reduction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
 use crate::ops::gather_elements::check_indices_shape;
 use crate::profile::{self, Profile};
-use crate::reduction::{AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
+use crate::reduction::{self, AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
 use crate::shape::{normalize_axis, require_rank_at_least_1, strides, RowBases};
 use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
 
@@ -272,22 +272,7 @@ impl ScatterElements {
                 let version =
                     profile::onnx_since_version("ScatterElements", opset, &[11, 13, 16, 18])?;
                 let context = || format!("ONNX ScatterElements-{version} (opset {opset})");
-                let allowed: &[Reduction] = match version {
-                    11 | 13 => &[Reduction::None],
-                    16 => &[Reduction::None, Reduction::Add, Reduction::Mul],
-                    _ => &Reduction::ALL,
-                };
-                if !allowed.contains(&self.reduction) {
-                    let names: Vec<&str> = allowed.iter().map(|r| r.name()).collect();
-                    return Err(Error::BadReduction {
-                        message: format!(
-                            "reduction {} is not allowed by {} (allowed: {})",
-                            self.reduction,
-                            context(),
-                            names.join(", ")
-                        ),
-                    });
-                }
+                reduction::check_onnx_reduction(self.reduction, version, &context())?;
                 profile::require_dtype(
                     "data",
                     data_dtype,

@@ -8,7 +8,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
 use crate::profile::{self, Profile};
-use crate::reduction::{AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
+use crate::reduction::{self, AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
 
@@ -153,22 +153,7 @@ impl ScatterND {
             Profile::Onnx { opset } => {
                 let version = profile::onnx_since_version("ScatterND", opset, &[11, 13, 16, 18])?;
                 let context = || format!("ONNX ScatterND-{version} (opset {opset})");
-                let allowed: &[Reduction] = match version {
-                    11 | 13 => &[Reduction::None],
-                    16 => &[Reduction::None, Reduction::Add, Reduction::Mul],
-                    _ => &Reduction::ALL,
-                };
-                if !allowed.contains(&self.reduction) {
-                    let names: Vec<&str> = allowed.iter().map(|r| r.name()).collect();
-                    return Err(Error::BadReduction {
-                        message: format!(
-                            "reduction {} is not allowed by {} (allowed: {})",
-                            self.reduction,
-                            context(),
-                            names.join(", ")
-                        ),
-                    });
-                }
+                reduction::check_onnx_reduction(self.reduction, version, &context())?;
                 profile::require_dtype(
                     "data",
                     data_dtype,
