@@ -160,12 +160,20 @@ impl ScatterElements {
 
     /// Run on dynamic tensors. `data` is only read; the result is a new tensor.
     pub fn run(&self, data: &Tensor, indices: &Tensor, updates: &Tensor) -> Result<Tensor> {
+        if updates.dtype() != data.dtype() {
+            return Err(Error::BadDType {
+                what: "updates",
+                dtype: updates.dtype(),
+                context: format!("ScatterElements on {} data", data.dtype()),
+                accepted: vec![data.dtype()],
+            });
+        }
         let plan = self.plan(
             data.shape(),
             data.dtype(),
             indices.shape(),
             indices.dtype(),
-            updates,
+            updates.shape(),
         )?;
         let resolved = resolve_tensor_along_axis(indices, plan.rule, "ScatterElements")?;
         with_typed!(data, t => {
@@ -194,7 +202,7 @@ impl ScatterElements {
         indices: TypedView<'_, I>,
         updates: TypedView<'_, T>,
     ) -> Result<TypedTensor<T>> {
-        let plan = self.plan_shapes(
+        let plan = self.plan(
             data.shape(),
             T::DTYPE,
             indices.shape(),
@@ -206,32 +214,6 @@ impl ScatterElements {
     }
 
     fn plan(
-        &self,
-        data_shape: &[usize],
-        data_dtype: DType,
-        indices_shape: &[usize],
-        index_dtype: DType,
-        updates: &Tensor,
-    ) -> Result<ScatterPlan> {
-        let plan = self.plan_shapes(
-            data_shape,
-            data_dtype,
-            indices_shape,
-            index_dtype,
-            updates.shape(),
-        )?;
-        if updates.dtype() != data_dtype {
-            return Err(Error::BadDType {
-                what: "updates",
-                dtype: updates.dtype(),
-                context: format!("ScatterElements on {data_dtype} data"),
-                accepted: vec![data_dtype],
-            });
-        }
-        Ok(plan)
-    }
-
-    fn plan_shapes(
         &self,
         data_shape: &[usize],
         data_dtype: DType,
