@@ -5,7 +5,8 @@ use std::fmt;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
-use crate::tensor::{Tensor, TypedTensor};
+use crate::tensor::{Tensor, TypedTensor, TypedView};
+use crate::tensor_view::TensorView;
 
 /// Element type of a tensor: the 16 ONNX tensor types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -184,6 +185,12 @@ pub trait Element:
 
     /// Take the typed tensor out of a dynamic one of this dtype, or give it back.
     fn from_tensor_owned(tensor: Tensor) -> Result<TypedTensor<Self>, Tensor>;
+
+    /// Wrap a typed view into the dynamic [`TensorView`].
+    fn into_view(view: TypedView<'_, Self>) -> TensorView<'_>;
+
+    /// The typed view inside a dynamic one of this dtype.
+    fn from_view(view: TensorView<'_>) -> Option<TypedView<'_, Self>>;
 }
 
 macro_rules! element {
@@ -223,6 +230,15 @@ macro_rules! element {
                 match tensor {
                     Tensor::$variant(t) => Ok(t),
                     other => Err(other),
+                }
+            }
+            fn into_view(view: TypedView<'_, Self>) -> TensorView<'_> {
+                TensorView::$variant(view)
+            }
+            fn from_view(view: TensorView<'_>) -> Option<TypedView<'_, Self>> {
+                match view {
+                    TensorView::$variant(v) => Some(v),
+                    _ => None,
                 }
             }
         }

@@ -9,7 +9,8 @@ use std::fmt;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::unravel;
-use crate::tensor::{Tensor, TypedView};
+use crate::tensor::TypedView;
+use crate::tensor_view::TensorView;
 
 mod sealed {
     pub trait Sealed {}
@@ -159,38 +160,14 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
 macro_rules! with_index_view {
     ($tensor:expr, $context:expr, $v:ident => $body:expr) => {
         match $tensor {
-            $crate::Tensor::I8(t) => {
-                let $v = t.view();
-                $body
-            }
-            $crate::Tensor::I16(t) => {
-                let $v = t.view();
-                $body
-            }
-            $crate::Tensor::I32(t) => {
-                let $v = t.view();
-                $body
-            }
-            $crate::Tensor::I64(t) => {
-                let $v = t.view();
-                $body
-            }
-            $crate::Tensor::U8(t) => {
-                let $v = t.view();
-                $body
-            }
-            $crate::Tensor::U16(t) => {
-                let $v = t.view();
-                $body
-            }
-            $crate::Tensor::U32(t) => {
-                let $v = t.view();
-                $body
-            }
-            $crate::Tensor::U64(t) => {
-                let $v = t.view();
-                $body
-            }
+            $crate::TensorView::I8($v) => $body,
+            $crate::TensorView::I16($v) => $body,
+            $crate::TensorView::I32($v) => $body,
+            $crate::TensorView::I64($v) => $body,
+            $crate::TensorView::U8($v) => $body,
+            $crate::TensorView::U16($v) => $body,
+            $crate::TensorView::U32($v) => $body,
+            $crate::TensorView::U64($v) => $body,
             other => return Err($crate::index::not_an_index_type(other.dtype(), $context)),
         }
     };
@@ -208,7 +185,7 @@ pub(crate) fn not_an_index_type(dtype: DType, context: &str) -> Error {
 
 /// Dynamic form of [`resolve_along_axis`].
 pub(crate) fn resolve_tensor_along_axis(
-    indices: &Tensor,
+    indices: TensorView<'_>,
     rule: AxisRule,
     context: &str,
 ) -> Result<Vec<usize>> {
@@ -217,7 +194,7 @@ pub(crate) fn resolve_tensor_along_axis(
 
 /// Dynamic form of [`resolve_tuples`].
 pub(crate) fn resolve_tensor_tuples(
-    indices: &Tensor,
+    indices: TensorView<'_>,
     rule: &TupleRule,
     context: &str,
 ) -> Result<Vec<usize>> {

@@ -74,7 +74,7 @@
 //! let cache = Tensor::new(vec![1, 3, 1], vec![0.0f32; 3])?;
 //! let step = Tensor::new(vec![1, 1, 1], vec![7.0f32])?;
 //! let at = Tensor::from_vec(vec![2i64]);
-//! let out = TensorScatter::new().run(&cache, &step, Some(&at))?;
+//! let out = TensorScatter::new().run(&cache, &step, Some((&at).into()))?;
 //! assert_eq!(out.data::<f32>().unwrap(), &[0.0, 0.0, 7.0]);
 //! # Ok::<(), gatherscatter::Error>(())
 //! ```
@@ -90,6 +90,7 @@ pub mod profile;
 pub mod reduction;
 mod shape;
 pub mod tensor;
+pub mod tensor_view;
 
 pub use dtype::{DType, Element};
 pub use error::{Error, ErrorKind, Result};
@@ -103,6 +104,7 @@ pub use ops::tensor_scatter::{ScatterMode, TensorScatter};
 pub use profile::{FeatureLevel, Profile};
 pub use reduction::Reduction;
 pub use tensor::{Tensor, TypedTensor, TypedView};
+pub use tensor_view::TensorView;
 
 pub use half::{bf16, f16};
 pub use num_complex::{Complex32, Complex64};

@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use gatherscatter::{DType, Error, ErrorKind, Profile, ScatterMode, Tensor, TensorScatter};
+use gatherscatter::{
+    DType, Error, ErrorKind, Profile, ScatterMode, Tensor, TensorScatter, TensorView,
+};
 use proptest::prelude::*;
 
 fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
@@ -35,7 +37,7 @@ fn onnx_test_tensorscatter() {
     let write = Tensor::from_vec(vec![1i64, 2]);
     let out = TensorScatter::new()
         .profile(Profile::Onnx { opset: 24 })
-        .run(&past_2x1x4x5(), &update, Some(&write))
+        .run(&past_2x1x4x5(), &update, Some(TensorView::from(&write)))
         .unwrap();
     let [r0, r1, r2, r3] = PAST_ROWS;
     let expected = rows(&[r0, [5.; 5], r2, r3, r0, r1, [1.; 5], r3]);
@@ -53,7 +55,7 @@ fn onnx_test_tensorscatter_circular() {
     let out = TensorScatter::new()
         .mode(ScatterMode::Circular)
         .profile(Profile::Onnx { opset: 24 })
-        .run(&past_2x1x4x5(), &update, Some(&write))
+        .run(&past_2x1x4x5(), &update, Some(TensorView::from(&write)))
         .unwrap();
     let [r0, r1, r2, r3] = PAST_ROWS;
     let expected = rows(&[r0, [5.; 5], [6.; 5], r3, [2.; 5], r1, r2, [1.; 5]]);
@@ -79,7 +81,7 @@ fn onnx_test_tensorscatter_3d() {
         .run(
             &f32s(&[3, 4, 6], &past),
             &f32s(&[3, 2, 6], &update),
-            Some(&write),
+            Some(TensorView::from(&write)),
         )
         .unwrap();
     let [p0, p1, p2, p3] = past_rows;
@@ -104,7 +106,11 @@ fn errors_name_the_numbers_and_leave_the_cache_untouched() {
     let before = past.clone();
     let update = f32s(&[2, 2, 1], &[1.; 4]);
     let err = TensorScatter::new()
-        .run(&past, &update, Some(&Tensor::from_vec(vec![0i64, 3])))
+        .run(
+            &past,
+            &update,
+            Some(TensorView::from(&Tensor::from_vec(vec![0i64, 3]))),
+        )
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::OutOfBounds);
     assert_eq!(
@@ -113,7 +119,11 @@ fn errors_name_the_numbers_and_leave_the_cache_untouched() {
     );
     let err = TensorScatter::new()
         .mode(ScatterMode::Circular)
-        .run(&past, &update, Some(&Tensor::from_vec(vec![-1i64, 3])))
+        .run(
+            &past,
+            &update,
+            Some(TensorView::from(&Tensor::from_vec(vec![-1i64, 3]))),
+        )
         .unwrap_err();
     assert_eq!(
         err,
@@ -129,7 +139,11 @@ fn errors_name_the_numbers_and_leave_the_cache_untouched() {
     // Circular accepts any non-negative index, modulo the axis.
     let out = TensorScatter::new()
         .mode(ScatterMode::Circular)
-        .run(&past, &update, Some(&Tensor::from_vec(vec![7i64, 4])))
+        .run(
+            &past,
+            &update,
+            Some(TensorView::from(&Tensor::from_vec(vec![7i64, 4]))),
+        )
         .unwrap();
     assert_eq!(
         out.data::<f32>().unwrap(),
@@ -154,7 +168,11 @@ fn errors_name_the_numbers_and_leave_the_cache_untouched() {
         "update dimension 0 is 1, but it must equal past_cache's 2 (update shape [1, 2, 1], past_cache shape [2, 4, 1], axis 1)"
     );
     let err = TensorScatter::new()
-        .run(&past, &update, Some(&Tensor::from_vec(vec![0i64])))
+        .run(
+            &past,
+            &update,
+            Some(TensorView::from(&Tensor::from_vec(vec![0i64]))),
+        )
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
     let err = TensorScatter::new()
@@ -180,10 +198,12 @@ fn onnx_profile_needs_opset_24_and_int64_write_indices() {
     let w32 = Tensor::from_vec(vec![1i32]);
     let err = TensorScatter::new()
         .profile(Profile::Onnx { opset: 24 })
-        .run(&past, &update, Some(&w32))
+        .run(&past, &update, Some(TensorView::from(&w32)))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadDType);
-    assert!(TensorScatter::new().run(&past, &update, Some(&w32)).is_ok());
+    assert!(TensorScatter::new()
+        .run(&past, &update, Some(TensorView::from(&w32)))
+        .is_ok());
 }
 
 // ---- property test against the ONNX pseudocode ----
@@ -250,7 +270,11 @@ fn check<T: FromSeed>(
         .run(
             &Tensor::new(shape.to_vec(), past).unwrap(),
             &Tensor::new(update_shape, update).unwrap(),
-            Some(&index_tensor(index_dtype, &[shape[0]], write)),
+            Some(TensorView::from(&index_tensor(
+                index_dtype,
+                &[shape[0]],
+                write,
+            ))),
         )
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(out.data::<T>().unwrap(), &expected[..]);

@@ -10,7 +10,8 @@ use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, Inde
 use crate::ops::alloc_output;
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
-use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
+use crate::tensor::{Tensor, TypedTensor, TypedView};
+use crate::tensor_view::{with_view, TensorView};
 
 /// The Gather operator: its attributes and the contract it is checked against.
 ///
@@ -84,10 +85,15 @@ impl Gather {
     }
 
     /// Run on dynamic tensors: any data dtype, any integer index dtype.
-    pub fn run(&self, data: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    pub fn run<'d, 'i>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+    ) -> Result<Tensor> {
+        let (data, indices) = (data.into(), indices.into());
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
         let resolved = resolve_tensor_along_axis(indices, plan.rule, "Gather")?;
-        with_typed!(data, t => execute(t.view(), &resolved, plan).map(Tensor::from))
+        with_view!(data, t => execute(t, &resolved, plan).map(Tensor::from))
     }
 
     /// Run on typed views; the same checks and kernel as [`Gather::run`].
@@ -232,7 +238,11 @@ impl Gather {
 /// assert_eq!(out.data::<f32>().unwrap(), &[0.0, 1.0, 0.0]);
 /// # Ok::<(), gatherscatter::Error>(())
 /// ```
-pub fn gather(data: &Tensor, indices: &Tensor, axis: i64) -> Result<Tensor> {
+pub fn gather<'d, 'i>(
+    data: impl Into<TensorView<'d>>,
+    indices: impl Into<TensorView<'i>>,
+    axis: i64,
+) -> Result<Tensor> {
     Gather::new(axis).run(data, indices)
 }
 

@@ -9,7 +9,8 @@ use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, Inde
 use crate::ops::alloc_output;
 use crate::profile::{self, Profile};
 use crate::shape::{element_count, normalize_axis, require_rank_at_least_1, strides, RowBases};
-use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
+use crate::tensor::{Tensor, TypedTensor, TypedView};
+use crate::tensor_view::{with_view, TensorView};
 
 /// The GatherElements operator: its axis and the contract it is checked against.
 ///
@@ -62,10 +63,15 @@ impl GatherElements {
     }
 
     /// Run on dynamic tensors: any data dtype, any integer index dtype.
-    pub fn run(&self, data: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    pub fn run<'d, 'i>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+    ) -> Result<Tensor> {
+        let (data, indices) = (data.into(), indices.into());
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
         let resolved = resolve_tensor_along_axis(indices, plan.rule, "GatherElements")?;
-        with_typed!(data, t => execute(t.view(), indices.shape(), &resolved, &plan).map(Tensor::from))
+        with_view!(data, t => execute(t, indices.shape(), &resolved, &plan).map(Tensor::from))
     }
 
     /// Run on typed views; the same checks and kernel as [`GatherElements::run`].
@@ -230,7 +236,11 @@ impl GatherElements {
 /// assert_eq!(out.data::<f64>().unwrap(), &[3.0, 4.0]);
 /// # Ok::<(), gatherscatter::Error>(())
 /// ```
-pub fn gather_elements(data: &Tensor, indices: &Tensor, axis: i64) -> Result<Tensor> {
+pub fn gather_elements<'d, 'i>(
+    data: impl Into<TensorView<'d>>,
+    indices: impl Into<TensorView<'i>>,
+    axis: i64,
+) -> Result<Tensor> {
     GatherElements::new(axis).run(data, indices)
 }
 

@@ -9,7 +9,8 @@ use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRul
 use crate::ops::alloc_output;
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
-use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
+use crate::tensor::{Tensor, TypedTensor, TypedView};
+use crate::tensor_view::{with_view, TensorView};
 
 /// The GatherND operator.
 ///
@@ -68,10 +69,15 @@ impl GatherND {
     }
 
     /// Run on dynamic tensors.
-    pub fn run(&self, data: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    pub fn run<'d, 'i>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+    ) -> Result<Tensor> {
+        let (data, indices) = (data.into(), indices.into());
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
         let offsets = resolve_tensor_tuples(indices, &plan.rule, "GatherND")?;
-        with_typed!(data, t => execute(t.view(), &offsets, plan).map(Tensor::from))
+        with_view!(data, t => execute(t, &offsets, plan).map(Tensor::from))
     }
 
     /// Run on typed views.
@@ -185,7 +191,11 @@ impl GatherND {
 /// assert_eq!(gather_nd(&data, &indices, 0)?.data::<i32>().unwrap(), &[0, 3]);
 /// # Ok::<(), gatherscatter::Error>(())
 /// ```
-pub fn gather_nd(data: &Tensor, indices: &Tensor, batch_dims: usize) -> Result<Tensor> {
+pub fn gather_nd<'d, 'i>(
+    data: impl Into<TensorView<'d>>,
+    indices: impl Into<TensorView<'i>>,
+    batch_dims: usize,
+) -> Result<Tensor> {
     GatherND::new().batch_dims(batch_dims).run(data, indices)
 }
 

@@ -11,7 +11,8 @@ use crate::ops::gather_elements::check_indices_shape;
 use crate::profile::{self, Profile};
 use crate::reduction::{self, AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
 use crate::shape::{normalize_axis, require_rank_at_least_1, strides, RowBases};
-use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
+use crate::tensor::{Tensor, TypedTensor, TypedView};
+use crate::tensor_view::{with_view, TensorView};
 
 /// The ScatterElements operator: axis, reduction, and the contract it is checked against.
 ///
@@ -85,7 +86,13 @@ impl Scatter {
     }
 
     /// Run on dynamic tensors.
-    pub fn run(&self, data: &Tensor, indices: &Tensor, updates: &Tensor) -> Result<Tensor> {
+    pub fn run<'d, 'i, 'u>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        updates: impl Into<TensorView<'u>>,
+    ) -> Result<Tensor> {
+        let (data, indices, updates) = (data.into(), indices.into(), updates.into());
         self.as_scatter_elements(data.dtype(), indices.dtype())?
             .run(data, indices, updates)
     }
@@ -159,7 +166,13 @@ impl ScatterElements {
     }
 
     /// Run on dynamic tensors. `data` is only read; the result is a new tensor.
-    pub fn run(&self, data: &Tensor, indices: &Tensor, updates: &Tensor) -> Result<Tensor> {
+    pub fn run<'d, 'i, 'u>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        updates: impl Into<TensorView<'u>>,
+    ) -> Result<Tensor> {
+        let (data, indices, updates) = (data.into(), indices.into(), updates.into());
         if updates.dtype() != data.dtype() {
             return Err(Error::BadDType {
                 what: "updates",
@@ -176,9 +189,9 @@ impl ScatterElements {
             updates.shape(),
         )?;
         let resolved = resolve_tensor_along_axis(indices, plan.rule, "ScatterElements")?;
-        with_typed!(data, t => {
-            let updates = updates.view()?;
-            self.execute(t.view(), indices.shape(), &resolved, updates, plan.axis).map(Tensor::from)
+        with_view!(data, t => {
+            let updates = updates.typed()?;
+            self.execute(t, indices.shape(), &resolved, updates, plan.axis).map(Tensor::from)
         })
     }
 
@@ -318,10 +331,10 @@ impl ScatterElements {
 /// assert_eq!(out.data::<f32>().unwrap(), &[2.0, 1.1, 0.0, 1.0, 0.0, 2.2, 0.0, 2.1, 1.2]);
 /// # Ok::<(), gatherscatter::Error>(())
 /// ```
-pub fn scatter_elements(
-    data: &Tensor,
-    indices: &Tensor,
-    updates: &Tensor,
+pub fn scatter_elements<'d, 'i, 'u>(
+    data: impl Into<TensorView<'d>>,
+    indices: impl Into<TensorView<'i>>,
+    updates: impl Into<TensorView<'u>>,
     axis: i64,
     reduction: Reduction,
 ) -> Result<Tensor> {

@@ -10,7 +10,8 @@ use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRul
 use crate::profile::{self, Profile};
 use crate::reduction::{self, AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
-use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
+use crate::tensor::{Tensor, TypedTensor, TypedView};
+use crate::tensor_view::{with_view, TensorView};
 
 /// The ScatterND operator.
 ///
@@ -65,7 +66,13 @@ impl ScatterND {
     }
 
     /// Run on dynamic tensors. `data` is only read; the result is a new tensor.
-    pub fn run(&self, data: &Tensor, indices: &Tensor, updates: &Tensor) -> Result<Tensor> {
+    pub fn run<'d, 'i, 'u>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        updates: impl Into<TensorView<'u>>,
+    ) -> Result<Tensor> {
+        let (data, indices, updates) = (data.into(), indices.into(), updates.into());
         if updates.dtype() != data.dtype() {
             return Err(Error::BadDType {
                 what: "updates",
@@ -82,7 +89,7 @@ impl ScatterND {
             updates.shape(),
         )?;
         let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
-        with_typed!(data, t => self.execute(t.view(), &offsets, updates.view()?, plan.block).map(Tensor::from))
+        with_view!(data, t => self.execute(t, &offsets, updates.typed()?, plan.block).map(Tensor::from))
     }
 
     /// Run on typed views.
@@ -210,10 +217,10 @@ impl ScatterND {
 /// assert_eq!(out.data::<f32>().unwrap(), &[1.0, 2.0, 43.0, 64.0]);
 /// # Ok::<(), gatherscatter::Error>(())
 /// ```
-pub fn scatter_nd(
-    data: &Tensor,
-    indices: &Tensor,
-    updates: &Tensor,
+pub fn scatter_nd<'d, 'i, 'u>(
+    data: impl Into<TensorView<'d>>,
+    indices: impl Into<TensorView<'i>>,
+    updates: impl Into<TensorView<'u>>,
     reduction: Reduction,
 ) -> Result<Tensor> {
     ScatterND::new()

@@ -13,7 +13,8 @@ use crate::error::{Error, Result};
 use crate::index::IndexElement;
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
-use crate::tensor::{with_typed, Tensor, TypedTensor, TypedView};
+use crate::tensor::{Tensor, TypedTensor, TypedView};
+use crate::tensor_view::{with_view, TensorView};
 
 /// Where a TensorScatter update goes when it reaches the end of the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -66,7 +67,7 @@ impl FromStr for ScatterMode {
 /// let past = Tensor::new(vec![1, 4, 1], vec![0.0f32, 1.0, 2.0, 3.0])?;
 /// let update = Tensor::new(vec![1, 2, 1], vec![10.0f32, 11.0])?;
 /// let write = Tensor::from_vec(vec![3i64]);
-/// let out = TensorScatter::new().mode(ScatterMode::Circular).run(&past, &update, Some(&write))?;
+/// let out = TensorScatter::new().mode(ScatterMode::Circular).run(&past, &update, Some((&write).into()))?;
 /// assert_eq!(out.data::<f32>().unwrap(), &[11.0, 1.0, 2.0, 10.0]);
 /// # Ok::<(), gatherscatter::Error>(())
 /// ```
@@ -125,12 +126,13 @@ impl TensorScatter {
     }
 
     /// Run on dynamic tensors. `past_cache` is only read.
-    pub fn run(
+    pub fn run<'c, 'u>(
         &self,
-        past_cache: &Tensor,
-        update: &Tensor,
-        write_indices: Option<&Tensor>,
+        past_cache: impl Into<TensorView<'c>>,
+        update: impl Into<TensorView<'u>>,
+        write_indices: Option<TensorView<'_>>,
     ) -> Result<Tensor> {
+        let (past_cache, update) = (past_cache.into(), update.into());
         if update.dtype() != past_cache.dtype() {
             return Err(Error::BadDType {
                 what: "update",
@@ -151,7 +153,7 @@ impl TensorScatter {
                 crate::index::with_index_view!(w, "TensorScatter write_indices", v => self.resolve(v, &plan)?)
             }
         };
-        with_typed!(past_cache, t => execute(t.view(), update.view()?, &positions, &plan).map(Tensor::from))
+        with_view!(past_cache, t => execute(t, update.typed()?, &positions, &plan).map(Tensor::from))
     }
 
     /// Run on typed views (`None::<TypedView<i64>>` for no write indices).
