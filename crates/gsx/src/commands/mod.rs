@@ -1,0 +1,165 @@
+//! The subcommands and their arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use gatherscatter::{Profile, Reduction};
+
+pub mod conformance;
+pub mod ops;
+pub mod run;
+
+/// gsx: the gather/scatter family on .npy and ONNX files.
+#[derive(Debug, Parser)]
+#[command(name = "gsx", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an ONNX model on input_K.pb/.npy files; write output_K.pb.
+    Run(run::RunArgs),
+    /// Gather: out = data taken at indices along an axis.
+    Gather(GatherArgs),
+    /// GatherElements: out[i] = data[i with i[axis] = indices[i]].
+    GatherElements(ElementsArgs),
+    /// ScatterElements: a copy of data with updates written at indices.
+    ScatterElements(ScatterElementsArgs),
+    /// GatherND: slices of data at k-tuples of indices.
+    GatherNd(GatherNdArgs),
+    /// ScatterND: a copy of data with update slices written at k-tuples.
+    ScatterNd(ScatterNdArgs),
+    /// Run ONNX backend-test directories (or the built-in corpus) and compare.
+    Conformance(conformance::ConformanceArgs),
+}
+
+/// Options every per-op subcommand takes.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Where to write the result (.npy or .pb); required unless --repeat.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The contract to check the call against: permissive, onnx:OPSET,
+    /// directml:MAJOR.MINOR or mindspore.
+    #[arg(long, default_value = "permissive", value_parser = parse_profile)]
+    pub profile: Profile,
+    /// Time N calls after one warm-up call and print one JSON line of
+    /// per-call seconds (file I/O excluded).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<usize>,
+    /// Worker threads for the op (default: all cores).
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+/// `gsx gather`.
+#[derive(Debug, Args)]
+pub struct GatherArgs {
+    /// The data tensor.
+    pub data: PathBuf,
+    /// The integer indices tensor.
+    pub indices: PathBuf,
+    /// The axis to gather along (negative counts from the end).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub axis: i64,
+    /// Leading dimensions shared by data and indices.
+    #[arg(long, default_value_t = 0)]
+    pub batch_dims: usize,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `gsx gather-elements`.
+#[derive(Debug, Args)]
+pub struct ElementsArgs {
+    /// The data tensor.
+    pub data: PathBuf,
+    /// The integer indices tensor, of data's rank.
+    pub indices: PathBuf,
+    /// The axis the indices address (negative counts from the end).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub axis: i64,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `gsx scatter-elements`.
+#[derive(Debug, Args)]
+pub struct ScatterElementsArgs {
+    /// The data tensor (never modified).
+    pub data: PathBuf,
+    /// The integer indices tensor, of data's rank.
+    pub indices: PathBuf,
+    /// The updates, of the indices' shape.
+    pub updates: PathBuf,
+    /// The axis the indices address (negative counts from the end).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub axis: i64,
+    /// How an update combines with the element: none, add, mul, max, min.
+    #[arg(long, default_value = "none", value_parser = parse_reduction)]
+    pub reduction: Reduction,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `gsx gather-nd`.
+#[derive(Debug, Args)]
+pub struct GatherNdArgs {
+    /// The data tensor.
+    pub data: PathBuf,
+    /// The integer indices tensor; its last dim is the tuple length k.
+    pub indices: PathBuf,
+    /// Leading dimensions shared by data and indices.
+    #[arg(long, default_value_t = 0)]
+    pub batch_dims: usize,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `gsx scatter-nd`.
+#[derive(Debug, Args)]
+pub struct ScatterNdArgs {
+    /// The data tensor (never modified).
+    pub data: PathBuf,
+    /// The integer indices tensor; its last dim is the tuple length k.
+    pub indices: PathBuf,
+    /// The update slices.
+    pub updates: PathBuf,
+    /// How an update combines with the slice: none, add, mul, max, min.
+    #[arg(long, default_value = "none", value_parser = parse_reduction)]
+    pub reduction: Reduction,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+fn parse_profile(text: &str) -> Result<Profile, String> {
+    text.parse()
+        .map_err(|e: gatherscatter::Error| e.to_string())
+}
+
+fn parse_reduction(text: &str) -> Result<Reduction, String> {
+    text.parse()
+        .map_err(|e: gatherscatter::Error| e.to_string())
+}
+
+/// Run a parsed command line.
+pub fn execute(cli: Cli) -> Result<(), crate::CliError> {
+    match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Conformance(args) => conformance::run(&args),
+        Command::Gather(args) => ops::gather(&args),
+        Command::GatherElements(args) => ops::gather_elements(&args),
+        Command::ScatterElements(args) => ops::scatter_elements(&args),
+        Command::GatherNd(args) => ops::gather_nd(&args),
+        Command::ScatterNd(args) => ops::scatter_nd(&args),
+    }
+}

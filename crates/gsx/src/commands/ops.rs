@@ -1,0 +1,191 @@
+//! The per-op subcommands on tensor files.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use gatherscatter::{
+    Gather, GatherElements, GatherND, ScatterElements, ScatterND, Tensor, TensorView,
+};
+
+use super::{
+    CommonArgs, ElementsArgs, GatherArgs, GatherNdArgs, ScatterElementsArgs, ScatterNdArgs,
+};
+use crate::error::CliError;
+use crate::files;
+
+/// An op with its attributes, callable on views.
+enum OpCall {
+    Gather(Gather),
+    GatherElements(GatherElements),
+    ScatterElements(ScatterElements),
+    GatherND(GatherND),
+    ScatterND(ScatterND),
+}
+
+impl OpCall {
+    fn name(&self) -> &'static str {
+        match self {
+            OpCall::Gather(_) => "gather",
+            OpCall::GatherElements(_) => "gather-elements",
+            OpCall::ScatterElements(_) => "scatter-elements",
+            OpCall::GatherND(_) => "gather-nd",
+            OpCall::ScatterND(_) => "scatter-nd",
+        }
+    }
+
+    fn call(
+        &self,
+        data: TensorView<'_>,
+        indices: TensorView<'_>,
+        updates: Option<TensorView<'_>>,
+    ) -> Result<Tensor, CliError> {
+        let updates = || updates.ok_or_else(|| CliError::internal("updates missing".into()));
+        Ok(match self {
+            OpCall::Gather(op) => op.run(data, indices)?,
+            OpCall::GatherElements(op) => op.run(data, indices)?,
+            OpCall::ScatterElements(op) => op.run(data, indices, updates()?)?,
+            OpCall::GatherND(op) => op.run(data, indices)?,
+            OpCall::ScatterND(op) => op.run(data, indices, updates()?)?,
+        })
+    }
+}
+
+/// `gsx gather`.
+pub fn gather(args: &GatherArgs) -> Result<(), CliError> {
+    let op = Gather::new(args.axis)
+        .batch_dims(args.batch_dims)
+        .profile(args.common.profile);
+    execute(
+        OpCall::Gather(op),
+        &args.data,
+        &args.indices,
+        None,
+        &args.common,
+    )
+}
+
+/// `gsx gather-elements`.
+pub fn gather_elements(args: &ElementsArgs) -> Result<(), CliError> {
+    let op = GatherElements::new(args.axis).profile(args.common.profile);
+    execute(
+        OpCall::GatherElements(op),
+        &args.data,
+        &args.indices,
+        None,
+        &args.common,
+    )
+}
+
+/// `gsx scatter-elements`.
+pub fn scatter_elements(args: &ScatterElementsArgs) -> Result<(), CliError> {
+    let op = ScatterElements::new(args.axis)
+        .reduction(args.reduction)
+        .profile(args.common.profile);
+    execute(
+        OpCall::ScatterElements(op),
+        &args.data,
+        &args.indices,
+        Some(&args.updates),
+        &args.common,
+    )
+}
+
+/// `gsx gather-nd`.
+pub fn gather_nd(args: &GatherNdArgs) -> Result<(), CliError> {
+    let op = GatherND::new()
+        .batch_dims(args.batch_dims)
+        .profile(args.common.profile);
+    execute(
+        OpCall::GatherND(op),
+        &args.data,
+        &args.indices,
+        None,
+        &args.common,
+    )
+}
+
+/// `gsx scatter-nd`.
+pub fn scatter_nd(args: &ScatterNdArgs) -> Result<(), CliError> {
+    let op = ScatterND::new()
+        .reduction(args.reduction)
+        .profile(args.common.profile);
+    execute(
+        OpCall::ScatterND(op),
+        &args.data,
+        &args.indices,
+        Some(&args.updates),
+        &args.common,
+    )
+}
+
+/// A rayon pool of the requested size, or the global one.
+pub fn thread_pool(threads: Option<u16>) -> Result<Option<rayon::ThreadPool>, CliError> {
+    threads
+        .map(|t| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(usize::from(t))
+                .build()
+                .map_err(|e| CliError::internal(format!("cannot start {t} threads: {e}")))
+        })
+        .transpose()
+}
+
+/// Run `f` on `pool`'s threads, or on the global pool.
+pub fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, f: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
+fn execute(
+    op: OpCall,
+    data_path: &Path,
+    indices_path: &Path,
+    updates_path: Option<&PathBuf>,
+    common: &CommonArgs,
+) -> Result<(), CliError> {
+    if common.output.is_none() && common.repeat.is_none() {
+        return Err(CliError::usage(
+            "give -o/--output FILE, or --repeat N to time the op without writing".into(),
+        ));
+    }
+    let data = files::load(data_path)?;
+    let indices = files::load(indices_path)?;
+    let updates = updates_path.map(|p| files::load(p)).transpose()?;
+    let (data, indices) = (data.view()?, indices.view()?);
+    let updates = updates.as_ref().map(|u| u.view()).transpose()?;
+    let pool = thread_pool(common.threads)?;
+    // The first call validates and is the warm-up of --repeat.
+    let result = in_pool(&pool, || op.call(data, indices, updates))?;
+    if let Some(output) = &common.output {
+        let mut inputs = vec![data_path.to_path_buf(), indices_path.to_path_buf()];
+        inputs.extend(updates_path.cloned());
+        files::save(output, &result, "output", &inputs)?;
+    }
+    if let Some(repeat) = common.repeat {
+        drop(result);
+        let mut times = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            let start = Instant::now();
+            let out = in_pool(&pool, || op.call(data, indices, updates))?;
+            times.push(start.elapsed().as_secs_f64());
+            drop(out);
+        }
+        let threads = pool
+            .as_ref()
+            .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+        println!("{}", timing_json(op.name(), threads, &times));
+    }
+    Ok(())
+}
+
+/// `{"op": ..., "threads": T, "repeat": N, "times_s": [...]}`.
+pub fn timing_json(op: &str, threads: usize, times: &[f64]) -> String {
+    let list: Vec<String> = times.iter().map(|t| format!("{t:e}")).collect();
+    format!(
+        "{{\"op\": \"{op}\", \"threads\": {threads}, \"repeat\": {}, \"times_s\": [{}]}}",
+        times.len(),
+        list.join(", ")
+    )
+}

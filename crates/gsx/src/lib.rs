@@ -1,0 +1,12 @@
+//! The library behind the `gsx` command: `.npy` and `.pb` tensor files,
+//! atomic output writes, and the subcommands.
+
+#![deny(missing_docs)]
+#![deny(unsafe_code)]
+
+pub mod commands;
+pub mod error;
+pub mod files;
+pub mod npy;
+
+pub use error::CliError;
