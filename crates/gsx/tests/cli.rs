@@ -1,0 +1,723 @@
+//! Drives the built `gsx` binary: every subcommand on every dtype family
+//! (expected outputs computed by numpy, see scripts/make_npy_fixtures.py),
+//! `run` on a model of each op, the conformance corpus, and each exit code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gatherscatter::{DType, Tensor};
+use gatherscatter_onnx::builder::{int_attribute, single_node_model, string_attribute};
+use gatherscatter_onnx::{encode_tensor, read_tensor_file};
+use gsx::npy;
+use prost::Message;
+
+const FAMILIES: [&str; 15] = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "unicode",
+];
+
+fn fixture(family: &str, file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(family)
+        .join(file)
+}
+
+fn gsx(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gsx"))
+        .args(args)
+        .output()
+        .expect("gsx runs")
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn read_tensor(path: &Path) -> Tensor {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("pb") => read_tensor_file(path).expect("valid .pb").1,
+        _ => npy::read(path)
+            .expect("valid .npy")
+            .view()
+            .expect("view")
+            .to_owned(),
+    }
+}
+
+fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "gsx failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Runs one subcommand on one family and compares with numpy's result.
+fn check_subcommand(family: &str, command: &str, inputs: &[&str], flags: &[&str], expected: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("out.npy");
+    let mut args = vec![command.to_string()];
+    args.extend(
+        inputs
+            .iter()
+            .map(|f| path_str(&fixture(family, f)).to_string()),
+    );
+    args.extend(flags.iter().map(|s| s.to_string()));
+    args.extend(["-o".to_string(), path_str(&out_path).to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = gsx(&args);
+    assert_success(&out);
+    assert_eq!(
+        read_tensor(&out_path),
+        read_tensor(&fixture(family, expected)),
+        "{command} on {family}"
+    );
+}
+
+#[test]
+fn every_subcommand_on_every_dtype_family_matches_numpy() {
+    for family in FAMILIES {
+        check_subcommand(
+            family,
+            "gather",
+            &["data.npy", "gather_indices.npy"],
+            &["--axis", "1"],
+            "gather.npy",
+        );
+        check_subcommand(
+            family,
+            "gather-elements",
+            &["data.npy", "elements_indices.npy"],
+            &["--axis", "0"],
+            "gather_elements.npy",
+        );
+        check_subcommand(
+            family,
+            "scatter-elements",
+            &["data.npy", "scatter_indices.npy", "scatter_updates.npy"],
+            &["--axis", "-1"],
+            "scatter_elements.npy",
+        );
+        check_subcommand(
+            family,
+            "gather-nd",
+            &["data.npy", "nd_indices.npy"],
+            &[],
+            "gather_nd.npy",
+        );
+        check_subcommand(
+            family,
+            "scatter-nd",
+            &[
+                "data.npy",
+                "scatter_nd_indices.npy",
+                "scatter_nd_updates.npy",
+            ],
+            &[],
+            "scatter_nd.npy",
+        );
+    }
+}
+
+#[test]
+fn scatter_reductions_with_duplicates_match_numpy_ufunc_at() {
+    for reduction in ["add", "mul", "max", "min"] {
+        check_subcommand(
+            "reductions",
+            "scatter-elements",
+            &["data.npy", "indices.npy", "updates.npy"],
+            &["--axis", "1", "--reduction", reduction],
+            &format!("{reduction}.npy"),
+        );
+    }
+}
+
+#[test]
+fn the_reader_handles_byte_order_fortran_order_and_bytes() {
+    let c_order = read_tensor(&fixture("reader", "c_order.npy"));
+    assert_eq!(read_tensor(&fixture("reader", "big_endian.npy")), c_order);
+    assert_eq!(read_tensor(&fixture("reader", "fortran.npy")), c_order);
+    assert_eq!(
+        read_tensor(&fixture("reader", "big_endian_i32.npy")),
+        Tensor::new(vec![2, 3], vec![0i32, 1, 2, 3, 4, 5]).unwrap()
+    );
+    assert_eq!(
+        read_tensor(&fixture("reader", "bytes.npy")),
+        Tensor::from_vec(vec!["ab".to_string(), "c".to_string()])
+    );
+}
+
+#[test]
+fn large_npy_inputs_are_memory_mapped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.npy");
+    let data: Vec<f32> = (0..(npy::MMAP_THRESHOLD / 4) as u32)
+        .map(|i| i as f32)
+        .collect();
+    let tensor = Tensor::new(vec![data.len() / 4, 4], data).unwrap();
+    std::fs::write(&path, npy::encode(&tensor).unwrap()).unwrap();
+    let loaded = npy::read(&path).unwrap();
+    assert!(loaded.is_mapped());
+    assert_eq!(loaded.view().unwrap().to_owned(), tensor);
+    // ... and a gather on it gives the right rows.
+    let idx = dir.path().join("idx.npy");
+    std::fs::write(
+        &idx,
+        npy::encode(&Tensor::from_vec(vec![3i64, -1])).unwrap(),
+    )
+    .unwrap();
+    let out = dir.path().join("out.npy");
+    assert_success(&gsx(&[
+        "gather",
+        path_str(&path),
+        path_str(&idx),
+        "-o",
+        path_str(&out),
+    ]));
+    let rows = tensor.shape()[0] as f32;
+    assert_eq!(
+        read_tensor(&out),
+        Tensor::new(
+            vec![2, 4],
+            vec![
+                12.0f32,
+                13.0,
+                14.0,
+                15.0,
+                (rows - 1.0) * 4.0,
+                (rows - 1.0) * 4.0 + 1.0,
+                (rows - 1.0) * 4.0 + 2.0,
+                (rows - 1.0) * 4.0 + 3.0
+            ]
+        )
+        .unwrap()
+    );
+}
+
+#[test]
+fn pb_inputs_and_outputs_work_like_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = Tensor::new(vec![2, 3], vec![1u16, 2, 3, 4, 5, 6]).unwrap();
+    let idx = Tensor::from_vec(vec![1u64, 0]);
+    std::fs::write(dir.path().join("d.pb"), encode_tensor(&data, "d").unwrap()).unwrap();
+    std::fs::write(dir.path().join("i.pb"), encode_tensor(&idx, "i").unwrap()).unwrap();
+    let out = dir.path().join("o.pb");
+    let o = gsx(&[
+        "gather",
+        path_str(&dir.path().join("d.pb")),
+        path_str(&dir.path().join("i.pb")),
+        "-o",
+        path_str(&out),
+    ]);
+    assert_success(&o);
+    assert_eq!(
+        read_tensor(&out),
+        Tensor::new(vec![2, 3], vec![4u16, 5, 6, 1, 2, 3]).unwrap()
+    );
+}
+
+#[test]
+fn repeat_prints_one_json_line_with_n_timings() {
+    let out = gsx(&[
+        "gather",
+        path_str(&fixture("float32", "data.npy")),
+        path_str(&fixture("float32", "gather_indices.npy")),
+        "--axis",
+        "1",
+        "--repeat",
+        "7",
+        "--threads",
+        "2",
+    ]);
+    assert_success(&out);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let json: serde_json::Value = serde_json::from_str(lines[0]).expect("valid JSON");
+    let times = json["times_s"].as_array().expect("times_s array");
+    assert_eq!(times.len(), 7);
+    assert!(times.iter().all(|t| t.as_f64().is_some_and(|t| t >= 0.0)));
+    assert_eq!(json["threads"], 2);
+    assert_eq!(json["repeat"], 7);
+    assert_eq!(json["op"], "gather");
+}
+
+/// Writes a model and its inputs (as .pb or .npy), runs `gsx run`, and
+/// returns the decoded outputs or the failed process.
+fn run_model(
+    model: &gatherscatter_onnx::proto::ModelProto,
+    inputs: &[Tensor],
+    npy_inputs: bool,
+) -> Result<Vec<Tensor>, Output> {
+    let dir = tempfile::tempdir().unwrap();
+    let model_path = dir.path().join("model.onnx");
+    std::fs::write(&model_path, model.encode_to_vec()).unwrap();
+    let in_dir = dir.path().join("in");
+    std::fs::create_dir(&in_dir).unwrap();
+    for (k, t) in inputs.iter().enumerate() {
+        if npy_inputs {
+            std::fs::write(
+                in_dir.join(format!("input_{k}.npy")),
+                npy::encode(t).unwrap(),
+            )
+            .unwrap();
+        } else {
+            std::fs::write(
+                in_dir.join(format!("input_{k}.pb")),
+                encode_tensor(t, "x").unwrap(),
+            )
+            .unwrap();
+        }
+    }
+    let out_dir = dir.path().join("out");
+    let out = gsx(&[
+        "run",
+        path_str(&model_path),
+        "--input-dir",
+        path_str(&in_dir),
+        "--output-dir",
+        path_str(&out_dir),
+    ]);
+    if !out.status.success() {
+        return Err(out);
+    }
+    let outputs = model.graph.as_ref().unwrap().output.len();
+    Ok((0..outputs)
+        .map(|k| read_tensor(&out_dir.join(format!("output_{k}.pb"))))
+        .collect())
+}
+
+fn f32s(shape: &[usize], values: &[f32]) -> Tensor {
+    Tensor::new(shape.to_vec(), values.to_vec()).unwrap()
+}
+
+fn i64s(shape: &[usize], values: &[i64]) -> Tensor {
+    Tensor::new(shape.to_vec(), values.to_vec()).unwrap()
+}
+
+#[test]
+fn run_executes_a_model_of_each_op() {
+    let data = f32s(&[3, 2], &[1.0, 1.2, 2.3, 3.4, 4.5, 5.7]);
+    let two = [("data", Some(DType::F32)), ("indices", Some(DType::I64))];
+    let three = [
+        ("data", Some(DType::F32)),
+        ("indices", Some(DType::I64)),
+        ("updates", Some(DType::F32)),
+    ];
+    // Gather, opset 13, ONNX example 1.
+    let m = single_node_model("", "Gather", 13, &two, vec![int_attribute("axis", 0)]);
+    let out = run_model(&m, &[data.clone(), i64s(&[2, 2], &[0, 1, 1, 2])], false).unwrap();
+    assert_eq!(
+        out[0],
+        f32s(&[2, 2, 2], &[1.0, 1.2, 2.3, 3.4, 2.3, 3.4, 4.5, 5.7])
+    );
+    // GatherElements, opset 11, ONNX example 1 shape.
+    let m = single_node_model(
+        "",
+        "GatherElements",
+        11,
+        &two,
+        vec![int_attribute("axis", 1)],
+    );
+    let out = run_model(&m, &[data.clone(), i64s(&[3, 1], &[1, 0, -1])], true).unwrap();
+    assert_eq!(out[0], f32s(&[3, 1], &[1.2, 2.3, 5.7]));
+    // Scatter (opset 9/10 name).
+    let m = single_node_model("", "Scatter", 10, &three, vec![int_attribute("axis", 1)]);
+    let out = run_model(
+        &m,
+        &[
+            f32s(&[1, 5], &[1.0, 2.0, 3.0, 4.0, 5.0]),
+            i64s(&[1, 2], &[1, 3]),
+            f32s(&[1, 2], &[1.1, 2.1]),
+        ],
+        false,
+    )
+    .unwrap();
+    assert_eq!(out[0], f32s(&[1, 5], &[1.0, 1.1, 3.0, 2.1, 5.0]));
+    // ScatterElements with add, opset 16.
+    let m = single_node_model(
+        "",
+        "ScatterElements",
+        16,
+        &three,
+        vec![
+            int_attribute("axis", 1),
+            string_attribute("reduction", "add"),
+        ],
+    );
+    let out = run_model(
+        &m,
+        &[
+            f32s(&[1, 5], &[1.0, 2.0, 3.0, 4.0, 5.0]),
+            i64s(&[1, 2], &[1, 1]),
+            f32s(&[1, 2], &[1.1, 2.1]),
+        ],
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        out[0],
+        f32s(&[1, 5], &[1.0, 2.0 + 1.1 + 2.1, 3.0, 4.0, 5.0])
+    );
+    // GatherND, opset 12 with batch_dims 1 (ONNX example 5).
+    let m = single_node_model(
+        "",
+        "GatherND",
+        12,
+        &two,
+        vec![int_attribute("batch_dims", 1)],
+    );
+    let out = run_model(
+        &m,
+        &[
+            f32s(&[2, 2, 2], &[0., 1., 2., 3., 4., 5., 6., 7.]),
+            i64s(&[2, 1], &[1, 0]),
+        ],
+        false,
+    )
+    .unwrap();
+    assert_eq!(out[0], f32s(&[2, 2], &[2., 3., 4., 5.]));
+    // ScatterND, opset 18 with max.
+    let m = single_node_model(
+        "",
+        "ScatterND",
+        18,
+        &three,
+        vec![string_attribute("reduction", "max")],
+    );
+    let out = run_model(
+        &m,
+        &[
+            f32s(&[4], &[1., 2., 3., 4.]),
+            i64s(&[2, 1], &[3, 3]),
+            f32s(&[2], &[9., 10.]),
+        ],
+        false,
+    )
+    .unwrap();
+    assert_eq!(out[0], f32s(&[4], &[1., 2., 3., 10.]));
+    // TensorScatter, opset 24, with write_indices.
+    let m = single_node_model(
+        "",
+        "TensorScatter",
+        24,
+        &[
+            ("past", Some(DType::F32)),
+            ("update", Some(DType::F32)),
+            ("write", Some(DType::I64)),
+        ],
+        vec![int_attribute("axis", 1)],
+    );
+    let out = run_model(
+        &m,
+        &[
+            f32s(&[1, 3], &[0., 0., 0.]),
+            f32s(&[1, 1], &[5.]),
+            i64s(&[1], &[2]),
+        ],
+        false,
+    )
+    .unwrap();
+    assert_eq!(out[0], f32s(&[1, 3], &[0., 0., 5.]));
+}
+
+#[test]
+fn run_executes_the_custom_domain_ops() {
+    let two = [("x", None), ("i", None)];
+    // mindspore::MsGather with batch_dims.
+    let m = single_node_model(
+        "mindspore",
+        "MsGather",
+        13,
+        &two,
+        vec![int_attribute("axis", 1), int_attribute("batch_dims", 1)],
+    );
+    let data = i64s(&[2, 3], &[1, 2, 3, 4, 5, 6]);
+    let out = run_model(&m, &[data.clone(), i64s(&[2, 1], &[2, 0])], false).unwrap();
+    assert_eq!(out[0], i64s(&[2, 1], &[3, 4]));
+    // MindSpore refuses negative indices.
+    let err = run_model(&m, &[data.clone(), i64s(&[2, 1], &[-1, 0])], false).unwrap_err();
+    assert_eq!(err.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("out_of_bounds"));
+    // mindspore::MsGatherD(input, index), attribute dim.
+    let m = single_node_model(
+        "mindspore",
+        "MsGatherD",
+        13,
+        &two,
+        vec![int_attribute("dim", 1)],
+    );
+    let out = run_model(&m, &[data.clone(), i64s(&[2, 2], &[0, 0, 1, 0])], false).unwrap();
+    assert_eq!(out[0], i64s(&[2, 2], &[1, 1, 5, 4]));
+    // directml::DmlGatherElements: the seed's UINT32 example at the default 4.1 ...
+    let m = single_node_model(
+        "directml",
+        "DmlGatherElements",
+        13,
+        &two,
+        vec![int_attribute("axis", 0)],
+    );
+    let input = f32s(&[3, 3], &[0., 1., 2., 3., 4., 5., 6., 7., 8.]);
+    let idx = Tensor::new(vec![2, 3], vec![3u32, 1, 2, 2, 0, 1]);
+    let idx = idx.unwrap();
+    // index 3 is out of range for axis 0 of size 3.
+    let err = run_model(&m, &[input.clone(), idx], false).unwrap_err();
+    assert_eq!(err.status.code(), Some(1));
+    let ok_idx = Tensor::new(vec![3, 3], vec![2u32, 1, 0, 0, 2, 1, 1, 0, 2]).unwrap();
+    let out = run_model(&m, &[input.clone(), ok_idx.clone()], false).unwrap();
+    assert_eq!(out[0], f32s(&[3, 3], &[6., 4., 2., 0., 7., 5., 3., 1., 8.]));
+    // ... and at feature level 2.1, which only takes rank 4.
+    let m = single_node_model(
+        "directml",
+        "DmlGatherElements",
+        13,
+        &two,
+        vec![
+            int_attribute("axis", 0),
+            string_attribute("feature_level", "2.1"),
+        ],
+    );
+    let err = run_model(&m, &[input, ok_idx], false).unwrap_err();
+    assert_eq!(err.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&err.stderr).contains("rank_mismatch"),
+        "{}",
+        String::from_utf8_lossy(&err.stderr)
+    );
+}
+
+fn expect_failure(out: &Output, code: i32, kind: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert!(stderr.contains(kind), "{kind} not in {stderr:?}");
+}
+
+#[test]
+fn each_error_kind_gives_its_exit_status_and_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, t: &Tensor| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, npy::encode(t).unwrap()).unwrap();
+        p
+    };
+    let data = write("data.npy", &f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.]));
+    let out = dir.path().join("out.npy");
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["-o", path_str(&out)]);
+        gsx(&all)
+    };
+    let bad_index = write("bad.npy", &i64s(&[1], &[7]));
+    expect_failure(
+        &run(&[
+            "gather",
+            path_str(&data),
+            path_str(&bad_index),
+            "--axis",
+            "1",
+        ]),
+        1,
+        "out_of_bounds",
+    );
+    expect_failure(
+        &run(&[
+            "gather",
+            path_str(&data),
+            path_str(&bad_index),
+            "--axis",
+            "2",
+        ]),
+        1,
+        "bad_axis",
+    );
+    let float_index = write("fidx.npy", &f32s(&[1], &[0.]));
+    expect_failure(
+        &run(&["gather", path_str(&data), path_str(&float_index)]),
+        1,
+        "bad_dtype",
+    );
+    let rank1 = write("r1.npy", &i64s(&[2], &[0, 1]));
+    expect_failure(
+        &run(&["gather-elements", path_str(&data), path_str(&rank1)]),
+        1,
+        "rank_mismatch",
+    );
+    let idx = write("idx.npy", &i64s(&[1, 2], &[0, 1]));
+    let upd = write("upd.npy", &f32s(&[1, 3], &[0., 0., 0.]));
+    expect_failure(
+        &run(&[
+            "scatter-elements",
+            path_str(&data),
+            path_str(&idx),
+            path_str(&upd),
+        ]),
+        1,
+        "shape_mismatch",
+    );
+    // A reduction the profile's opset does not have.
+    let upd_ok = write("upd_ok.npy", &f32s(&[1, 2], &[0., 0.]));
+    expect_failure(
+        &run(&[
+            "scatter-elements",
+            path_str(&data),
+            path_str(&idx),
+            path_str(&upd_ok),
+            "--reduction",
+            "max",
+            "--profile",
+            "onnx:16",
+        ]),
+        1,
+        "bad_reduction",
+    );
+    // Unsupported: a datetime .npy, a bf16 result written to .npy, an unknown op.
+    let datetime = fixture("reader", "datetime.npy");
+    expect_failure(
+        &run(&["gather", path_str(&datetime), path_str(&rank1)]),
+        77,
+        "unsupported",
+    );
+    let bf16_pb = dir.path().join("bf16.pb");
+    std::fs::write(
+        &bf16_pb,
+        encode_tensor(&Tensor::from_vec(vec![gatherscatter::bf16::ONE]), "b").unwrap(),
+    )
+    .unwrap();
+    let zero = write("zero.npy", &i64s(&[1], &[0]));
+    expect_failure(
+        &run(&["gather", path_str(&bf16_pb), path_str(&zero)]),
+        77,
+        "unsupported",
+    );
+    let m = single_node_model("", "Relu", 13, &[("x", None)], vec![]);
+    let model_path = dir.path().join("relu.onnx");
+    std::fs::write(&model_path, m.encode_to_vec()).unwrap();
+    let o = gsx(&[
+        "run",
+        path_str(&model_path),
+        "--output-dir",
+        path_str(dir.path()),
+    ]);
+    expect_failure(&o, 77, "Relu");
+    // An attribute the op does not have is unsupported, not ignored.
+    let m = single_node_model(
+        "",
+        "Gather",
+        13,
+        &[("x", None), ("i", None)],
+        vec![int_attribute("axis", 0), int_attribute("sorted", 1)],
+    );
+    std::fs::write(&model_path, m.encode_to_vec()).unwrap();
+    let o = gsx(&[
+        "run",
+        path_str(&model_path),
+        "--output-dir",
+        path_str(dir.path()),
+    ]);
+    expect_failure(&o, 77, "\"sorted\"");
+    // Truncated files are rejected naming the file.
+    let truncated = fixture("reader", "truncated.npy");
+    let o = run(&["gather", path_str(&truncated), path_str(&zero)]);
+    expect_failure(&o, 1, "truncated.npy");
+    let pb = dir.path().join("short.pb");
+    let bytes = encode_tensor(&f32s(&[4], &[1., 2., 3., 4.]), "t").unwrap();
+    std::fs::write(&pb, &bytes[..bytes.len() - 3]).unwrap();
+    expect_failure(
+        &run(&["gather", path_str(&pb), path_str(&zero)]),
+        1,
+        "short.pb",
+    );
+    // Usage errors.
+    expect_failure(
+        &gsx(&["gather", path_str(&data), path_str(&zero)]),
+        2,
+        "--output",
+    );
+    expect_failure(
+        &gsx(&[
+            "gather",
+            path_str(&data),
+            path_str(&zero),
+            "-o",
+            path_str(&data),
+        ]),
+        2,
+        "refusing to overwrite",
+    );
+    assert!(!out.exists(), "no output file is written on failure");
+}
+
+#[test]
+fn conformance_passes_the_builtin_corpus() {
+    let out = gsx(&["conformance"]);
+    assert_success(&out);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let last = stdout.lines().last().unwrap();
+    assert_eq!(last, "29 passed, 0 failed", "{stdout}");
+    for op in [
+        "Gather",
+        "GatherElements",
+        "GatherND",
+        "Scatter",
+        "ScatterElements",
+        "ScatterND",
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(op)),
+            "{op} row in {stdout}"
+        );
+    }
+}
+
+#[test]
+fn conformance_on_a_directory_reports_a_wrong_expectation() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = dir.path().join("test_gather_wrong");
+    let set = case.join("test_data_set_0");
+    std::fs::create_dir_all(&set).unwrap();
+    let m = single_node_model(
+        "",
+        "Gather",
+        13,
+        &[("x", Some(DType::F32)), ("i", Some(DType::I64))],
+        vec![],
+    );
+    std::fs::write(case.join("model.onnx"), m.encode_to_vec()).unwrap();
+    std::fs::write(
+        set.join("input_0.pb"),
+        encode_tensor(&f32s(&[2], &[1., 2.]), "x").unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        set.join("input_1.pb"),
+        encode_tensor(&i64s(&[1], &[1]), "i").unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        set.join("output_0.pb"),
+        encode_tensor(&f32s(&[1], &[1.]), "y").unwrap(),
+    )
+    .unwrap();
+    let out = gsx(&["conformance", path_str(dir.path())]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("FAIL  test_gather_wrong"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("0 passed, 1 failed"));
+}
