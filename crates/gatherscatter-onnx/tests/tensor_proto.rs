@@ -18,15 +18,74 @@ fn samples() -> Vec<Tensor> {
         Tensor::new(s.clone(), vec![i64::MIN, -1, 0, 1, 1 << 40, i64::MAX]).unwrap(),
         Tensor::new(s.clone(), vec![0u8, 1, 127, 128, 200, u8::MAX]).unwrap(),
         Tensor::new(s.clone(), vec![0u16, 1, 32767, 32768, 60000, u16::MAX]).unwrap(),
-        Tensor::new(s.clone(), vec![0u32, 1, 1 << 31, 3_000_000_000, 7, u32::MAX]).unwrap(),
+        Tensor::new(
+            s.clone(),
+            vec![0u32, 1, 1 << 31, 3_000_000_000, 7, u32::MAX],
+        )
+        .unwrap(),
         Tensor::new(s.clone(), vec![0u64, 1, 1 << 63, u64::MAX - 1, 7, u64::MAX]).unwrap(),
-        Tensor::new(s.clone(), vec![f16::ZERO, f16::NEG_ZERO, f16::MAX, f16::MIN_POSITIVE_SUBNORMAL, f16::NAN, f16::NEG_INFINITY]).unwrap(),
-        Tensor::new(s.clone(), vec![bf16::ZERO, bf16::NEG_ZERO, bf16::MAX, bf16::from_f32(1.5), bf16::NAN, bf16::INFINITY]).unwrap(),
-        Tensor::new(s.clone(), vec![0.0f32, -0.0, f32::MAX, f32::MIN_POSITIVE, f32::NAN, f32::NEG_INFINITY]).unwrap(),
-        Tensor::new(s.clone(), vec![0.0f64, -0.0, f64::MAX, 1e-310, f64::NAN, f64::INFINITY]).unwrap(),
-        Tensor::new(s.clone(), (0..6).map(|i| Complex32::new(i as f32, -(i as f32) / 3.0)).collect::<Vec<_>>()).unwrap(),
-        Tensor::new(s.clone(), (0..6).map(|i| Complex64::new(i as f64 / 7.0, f64::MAX)).collect::<Vec<_>>()).unwrap(),
-        Tensor::new(s, ["", "a", "日本語", "zero\0byte", "tab\t", "ünï"].map(String::from).to_vec()).unwrap(),
+        Tensor::new(
+            s.clone(),
+            vec![
+                f16::ZERO,
+                f16::NEG_ZERO,
+                f16::MAX,
+                f16::MIN_POSITIVE_SUBNORMAL,
+                f16::NAN,
+                f16::NEG_INFINITY,
+            ],
+        )
+        .unwrap(),
+        Tensor::new(
+            s.clone(),
+            vec![
+                bf16::ZERO,
+                bf16::NEG_ZERO,
+                bf16::MAX,
+                bf16::from_f32(1.5),
+                bf16::NAN,
+                bf16::INFINITY,
+            ],
+        )
+        .unwrap(),
+        Tensor::new(
+            s.clone(),
+            vec![
+                0.0f32,
+                -0.0,
+                f32::MAX,
+                f32::MIN_POSITIVE,
+                f32::NAN,
+                f32::NEG_INFINITY,
+            ],
+        )
+        .unwrap(),
+        Tensor::new(
+            s.clone(),
+            vec![0.0f64, -0.0, f64::MAX, 1e-310, f64::NAN, f64::INFINITY],
+        )
+        .unwrap(),
+        Tensor::new(
+            s.clone(),
+            (0..6)
+                .map(|i| Complex32::new(i as f32, -(i as f32) / 3.0))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap(),
+        Tensor::new(
+            s.clone(),
+            (0..6)
+                .map(|i| Complex64::new(i as f64 / 7.0, f64::MAX))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap(),
+        Tensor::new(
+            s,
+            ["", "a", "日本語", "zero\0byte", "tab\t", "ünï"]
+                .map(String::from)
+                .to_vec(),
+        )
+        .unwrap(),
     ]
 }
 
@@ -50,7 +109,10 @@ fn every_dtype_round_trips_through_both_encodings() {
             let bytes = proto.encode_to_vec();
             let (name, back) = decode_tensor(&bytes, "sample").unwrap();
             assert_eq!(name, "t");
-            assert!(same_bits(tensor, &back), "{encoding:?}: {tensor:?} came back as {back:?}");
+            assert!(
+                same_bits(tensor, &back),
+                "{encoding:?}: {tensor:?} came back as {back:?}"
+            );
         }
     }
 }
@@ -61,7 +123,12 @@ fn float16_and_bfloat16_keep_their_bit_patterns() {
     let t = Tensor::from_vec(bits.iter().map(|&b| f16::from_bits(b)).collect::<Vec<_>>());
     for encoding in [Encoding::Raw, Encoding::TypedFields] {
         let back = tensor_from_proto(&tensor_to_proto(&t, "h", encoding).unwrap()).unwrap();
-        let got: Vec<u16> = back.data::<f16>().unwrap().iter().map(|h| h.to_bits()).collect();
+        let got: Vec<u16> = back
+            .data::<f16>()
+            .unwrap()
+            .iter()
+            .map(|h| h.to_bits())
+            .collect();
         assert_eq!(got, bits);
     }
 }
@@ -75,7 +142,8 @@ fn zero_sized_and_scalar_tensors_round_trip() {
         Tensor::scalar(String::from("s")),
     ] {
         for encoding in [Encoding::Raw, Encoding::TypedFields] {
-            let back = tensor_from_proto(&tensor_to_proto(&tensor, "z", encoding).unwrap()).unwrap();
+            let back =
+                tensor_from_proto(&tensor_to_proto(&tensor, "z", encoding).unwrap()).unwrap();
             assert_eq!(back, tensor);
         }
     }
@@ -108,7 +176,8 @@ fn data_that_disagrees_with_the_dims_is_an_error() {
     // A typed field of the wrong length.
     let mut p = proto(DType::I64, &[3]);
     p.int64_data = vec![1, 2];
-    assert!(message(tensor_from_proto(&p).unwrap_err()).contains("int64_data holds 2 values but dims call for 3"));
+    assert!(message(tensor_from_proto(&p).unwrap_err())
+        .contains("int64_data holds 2 values but dims call for 3"));
     // Complex pairs: an odd count.
     let mut p = proto(DType::Complex64, &[2]);
     p.float_data = vec![1.0, 2.0, 3.0];
@@ -134,12 +203,20 @@ fn unsupported_types_and_layouts_say_so() {
     assert!(e.to_string().contains("FLOAT8E4M3FN"), "{e}");
     let mut p = proto(DType::F32, &[1]);
     p.data_location = Some(1);
-    assert!(tensor_from_proto(&p).unwrap_err().to_string().contains("external"));
+    assert!(tensor_from_proto(&p)
+        .unwrap_err()
+        .to_string()
+        .contains("external"));
 }
 
 #[test]
 fn arbitrary_bytes_are_an_error_not_a_panic() {
-    for bytes in [&b"\xff\xff\xff"[..], b"\x0a\x05abc", b"", b"\x08\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80"] {
+    for bytes in [
+        &b"\xff\xff\xff"[..],
+        b"\x0a\x05abc",
+        b"",
+        b"\x08\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80",
+    ] {
         let _ = decode_tensor(bytes, "junk");
     }
     assert!(decode_tensor(b"\xff\xff\xff", "junk").is_err());

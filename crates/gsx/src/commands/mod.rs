@@ -25,7 +25,7 @@ pub enum Command {
     Run(run::RunArgs),
     /// Gather: out = data taken at indices along an axis.
     Gather(GatherArgs),
-    /// GatherElements: out[i] = data[i with i[axis] = indices[i]].
+    /// GatherElements: `out[i] = data[i with i[axis] = indices[i]]`.
     GatherElements(ElementsArgs),
     /// ScatterElements: a copy of data with updates written at indices.
     ScatterElements(ScatterElementsArgs),
