@@ -102,6 +102,20 @@ impl RowBases {
             remaining: rows,
         }
     }
+
+    /// The same walk, started at row `first` (rows in row-major order).
+    pub(crate) fn starting_at(mut self, first: usize) -> RowBases {
+        let first = first.min(self.remaining);
+        let mut rest = first;
+        for d in (0..self.coord.len()).rev() {
+            let size = self.lead_shape[d].max(1);
+            self.coord[d] = rest % size;
+            rest /= size;
+            self.base += self.coord[d] * self.lead_strides[d];
+        }
+        self.remaining -= first;
+        self
+    }
 }
 
 impl Iterator for RowBases {

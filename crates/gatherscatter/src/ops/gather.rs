@@ -8,6 +8,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
 use crate::ops::alloc_output;
+use crate::ops::parallel;
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
@@ -265,26 +266,65 @@ fn execute<T: Element>(
 }
 
 /// Output `[batch, outer, indices_per_batch, inner]` from data
-/// `[batch, outer, axis_size, inner]`. Requires a non-empty output, hence
-/// every count non-zero, and indices already resolved into `[0, axis_size)`.
-fn copy_blocks<W: Clone>(data: &[W], resolved: &[usize], plan: &GatherPlan, out: &mut [W]) {
-    let inner = plan.inner;
-    let slab = plan.axis_size * inner;
-    let out_slab = plan.indices_per_batch * inner;
-    let out_slabs = out.chunks_exact_mut(out_slab);
-    let data_slabs = data.chunks_exact(slab);
-    let batch_indices = resolved
-        .chunks_exact(plan.indices_per_batch)
-        .flat_map(|idx| std::iter::repeat_n(idx, plan.outer));
-    for ((dst, src), idx) in out_slabs.zip(data_slabs).zip(batch_indices) {
-        if inner == 1 {
-            // One element per index: a plain element loop beats slice copies.
-            for (d, &i) in dst.iter_mut().zip(idx) {
-                *d = src[i].clone();
+/// `[batch, outer, axis_size, inner]`: the output is a run of blocks of
+/// `inner` elements, split into contiguous ranges, one task each.
+/// Requires a non-empty output, hence every count non-zero, and indices
+/// already resolved into `[0, axis_size)`.
+fn copy_blocks<W: Clone + Send + Sync>(
+    data: &[W],
+    resolved: &[usize],
+    plan: &GatherPlan,
+    out: &mut [W],
+) {
+    let blocks = out.len() / plan.inner;
+    let per_task = blocks.div_ceil(parallel::tasks(std::mem::size_of_val(out), blocks));
+    parallel::for_each_chunk(out, per_task * plan.inner, |task, dst| {
+        copy_block_range(data, resolved, plan, task * per_task, dst)
+    });
+}
+
+/// Fill `dst` with the output blocks starting at block `first`.
+fn copy_block_range<'a, W: Clone>(
+    data: &'a [W],
+    resolved: &'a [usize],
+    plan: &GatherPlan,
+    first: usize,
+    dst: &mut [W],
+) {
+    let (inner, ipb) = (plan.inner, plan.indices_per_batch);
+    let slab_len = plan.axis_size * inner;
+    // Block b is index j = b % ipb of output slab s = b / ipb; slab s reads
+    // data slab s with the indices of batch s / outer. Past the last slab
+    // both are empty, and nothing reads them.
+    let slab_at = |s: usize| -> (&'a [W], &'a [usize]) {
+        let batch = s / plan.outer;
+        (
+            data.get(s * slab_len..(s + 1) * slab_len).unwrap_or(&[]),
+            resolved.get(batch * ipb..(batch + 1) * ipb).unwrap_or(&[]),
+        )
+    };
+    let (mut slab, mut j) = (first / ipb, first % ipb);
+    let (mut src, mut idx) = slab_at(slab);
+    if inner == 1 {
+        // One element per index: a plain element loop beats slice copies.
+        for d in dst.iter_mut() {
+            *d = src[idx[j]].clone();
+            j += 1;
+            if j == ipb {
+                j = 0;
+                slab += 1;
+                (src, idx) = slab_at(slab);
             }
-        } else {
-            for (d, &i) in dst.chunks_exact_mut(inner).zip(idx) {
-                d.clone_from_slice(&src[i * inner..(i + 1) * inner]);
+        }
+    } else {
+        for d in dst.chunks_exact_mut(inner) {
+            let i = idx[j];
+            d.clone_from_slice(&src[i * inner..(i + 1) * inner]);
+            j += 1;
+            if j == ipb {
+                j = 0;
+                slab += 1;
+                (src, idx) = slab_at(slab);
             }
         }
     }

@@ -7,6 +7,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
 use crate::ops::alloc_output;
+use crate::ops::parallel;
 use crate::profile::{self, Profile};
 use crate::shape::{element_count, normalize_axis, require_rank_at_least_1, strides, RowBases};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
@@ -330,8 +331,10 @@ fn execute<T: Element>(
 }
 
 /// Requires a non-empty output, indices resolved into `[0, data_shape[axis])`
-/// and an indices shape checked by [`check_indices_shape`].
-fn gather_rows<W: Clone>(
+/// and an indices shape checked by [`check_indices_shape`]. Rows of the
+/// output (its last dim) are independent: contiguous ranges of rows go to
+/// separate tasks.
+fn gather_rows<W: Clone + Send + Sync>(
     data: &[W],
     data_shape: &[usize],
     indices_shape: &[usize],
@@ -339,24 +342,58 @@ fn gather_rows<W: Clone>(
     resolved: &[usize],
     out: &mut [W],
 ) {
-    let rank = indices_shape.len();
-    let row_len = indices_shape[rank - 1];
-    let rows = RowBases::new(indices_shape, data_shape, axis);
+    let row_len = indices_shape[indices_shape.len() - 1];
+    let rows = out.len() / row_len;
+    let per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(out), rows));
+    let axis_stride = strides(data_shape)[axis];
+    parallel::for_each_chunk(out, per_task * row_len, |task, dst| {
+        let first = task * per_task;
+        let bases = RowBases::new(indices_shape, data_shape, axis).starting_at(first);
+        let idx = &resolved[first * row_len..first * row_len + dst.len()];
+        let geometry = RowGeometry {
+            row_len,
+            axis_size: data_shape[axis],
+            axis_stride,
+            innermost: axis == indices_shape.len() - 1,
+        };
+        gather_row_range(data, &geometry, bases, idx, dst);
+    });
+}
+
+struct RowGeometry {
+    row_len: usize,
+    axis_size: usize,
+    axis_stride: usize,
+    innermost: bool,
+}
+
+fn gather_row_range<W: Clone>(
+    data: &[W],
+    geometry: &RowGeometry,
+    bases: RowBases,
+    resolved: &[usize],
+    out: &mut [W],
+) {
+    let RowGeometry {
+        row_len,
+        axis_size,
+        axis_stride,
+        innermost,
+    } = *geometry;
     let chunks = out
         .chunks_exact_mut(row_len)
         .zip(resolved.chunks_exact(row_len));
-    if axis == rank - 1 {
+    if innermost {
         // Innermost axis: each row reads one contiguous data row at random offsets.
-        for (base, (dst, idx)) in rows.zip(chunks) {
-            let row = &data[base..base + data_shape[axis]];
+        for (base, (dst, idx)) in bases.zip(chunks) {
+            let row = &data[base..base + axis_size];
             for (d, &i) in dst.iter_mut().zip(idx) {
                 *d = row[i].clone();
             }
         }
     } else {
         // Outer axis: element j of a row reads data[base + i * axis_stride + j].
-        let axis_stride = strides(data_shape)[axis];
-        for (base, (dst, idx)) in rows.zip(chunks) {
+        for (base, (dst, idx)) in bases.zip(chunks) {
             for (j, (d, &i)) in dst.iter_mut().zip(idx).enumerate() {
                 *d = data[base + i * axis_stride + j].clone();
             }

@@ -3,6 +3,7 @@
 pub mod gather;
 pub mod gather_elements;
 pub mod gather_nd;
+pub(crate) mod parallel;
 pub mod scatter_elements;
 pub mod scatter_nd;
 pub mod tensor_scatter;

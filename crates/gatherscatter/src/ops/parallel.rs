@@ -1,0 +1,41 @@
+//! When and how the kernels use threads.
+//!
+//! Ops run on the rayon pool they are called from, so a caller picks the
+//! thread count with `rayon::ThreadPool::install` (gsx's `--threads` does
+//! that). Work is split into contiguous ranges of the output, so each element
+//! is written by exactly one task and results never depend on the count.
+
+use rayon::prelude::*;
+
+/// Below this many output bytes a call stays on the calling thread: waking
+/// the pool costs more than the copy (see benches/ops.rs).
+pub(crate) const PARALLEL_MIN_BYTES: usize = 1 << 18;
+
+/// How many tasks to split `units` independent pieces of work, writing
+/// `out_bytes` in total, into: 1 for small outputs or a one-thread pool,
+/// else a few per thread so uneven ranges balance.
+pub(crate) fn tasks(out_bytes: usize, units: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    if out_bytes < PARALLEL_MIN_BYTES || threads <= 1 {
+        1
+    } else {
+        (threads * 4).min(units).max(1)
+    }
+}
+
+/// Run `f(task, chunk)` over `out` cut into chunks of `chunk_len` (the last
+/// may be shorter): inline if there is a single chunk, else on the pool.
+pub(crate) fn for_each_chunk<W: Send>(
+    out: &mut [W],
+    chunk_len: usize,
+    f: impl Fn(usize, &mut [W]) + Sync + Send,
+) {
+    let chunk_len = chunk_len.max(1);
+    if out.len() <= chunk_len {
+        f(0, out);
+    } else {
+        out.par_chunks_mut(chunk_len)
+            .enumerate()
+            .for_each(|(task, chunk)| f(task, chunk));
+    }
+}

@@ -1,0 +1,104 @@
+//! Results are bit-identical whatever the thread count: every kernel splits
+//! the output into disjoint ranges, and scatters apply updates in row-major
+//! order. Sizes are above the parallel threshold, with shapes chosen so task
+//! boundaries fall mid-slab and mid-row.
+
+mod common;
+
+use common::*;
+use gatherscatter::{
+    Gather, GatherElements, GatherND, Reduction, ScatterElements, ScatterND, Tensor,
+};
+use proptest::prelude::*;
+
+fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool")
+        .install(f)
+}
+
+/// Runs `f` with 1, 2, 3 and 5 threads and checks every result equals the
+/// single-threaded one, bit for bit (Debug formatting keeps NaN payloads).
+fn same_for_every_thread_count(f: impl Fn() -> Tensor + Send + Sync) -> Tensor {
+    let one = in_pool(1, &f);
+    for threads in [2, 3, 5] {
+        let many = in_pool(threads, &f);
+        assert_eq!(format!("{many:?}"), format!("{one:?}"), "{threads} threads");
+    }
+    one
+}
+
+fn floats(len: usize, seed: u64) -> Vec<f32> {
+    (0..len as u64)
+        .map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed)) % 1000) as f32 / 7.0 - 50.0)
+        .collect()
+}
+
+fn indices(len: usize, modulo: usize, seed: u64) -> Vec<i64> {
+    (0..len as u64)
+        .map(|i| {
+            let v = (i.wrapping_mul(40503).wrapping_add(seed) % modulo as u64) as i64;
+            if i % 3 == 0 {
+                v - modulo as i64 // negative form of the same index
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(proptest_config(12))]
+
+    #[test]
+    fn gather_is_identical_for_every_thread_count(
+        rows in 300usize..2000, cols in 1usize..70, n in 500usize..3000, axis in 0usize..2, seed in any::<u64>()
+    ) {
+        let shape = [rows, cols];
+        let data = Tensor::new(shape.to_vec(), floats(rows * cols, seed)).unwrap();
+        let idx_values = indices(n, shape[axis], seed);
+        let idx = Tensor::new(vec![n], idx_values.clone()).unwrap();
+        let out = same_for_every_thread_count(|| Gather::new(axis as i64).run(&data, &idx).unwrap());
+        let wide: Vec<i128> = idx_values.iter().map(|&v| v as i128).collect();
+        let (shape_ref, values) = reference_gather(data.data::<f32>().unwrap(), &shape, &wide, &[n], axis, 0).unwrap();
+        prop_assert_eq!(out, Tensor::new(shape_ref, values).unwrap());
+    }
+
+    #[test]
+    fn gather_elements_is_identical_for_every_thread_count(
+        a in 50usize..400, b in 1usize..300, axis in 0usize..2, seed in any::<u64>()
+    ) {
+        let shape = [a, b];
+        let data = Tensor::new(shape.to_vec(), floats(a * b, seed)).unwrap();
+        let idx_values = indices(a * b, shape[axis], seed);
+        let idx = Tensor::new(shape.to_vec(), idx_values.clone()).unwrap();
+        let out = same_for_every_thread_count(|| GatherElements::new(axis as i64).run(&data, &idx).unwrap());
+        let wide: Vec<i128> = idx_values.iter().map(|&v| v as i128).collect();
+        let values = reference_gather_elements(data.data::<f32>().unwrap(), &shape, &wide, &shape, axis).unwrap();
+        prop_assert_eq!(out, Tensor::new(shape.to_vec(), values).unwrap());
+    }
+
+    #[test]
+    fn scatters_with_duplicates_are_identical_for_every_thread_count(
+        a in 100usize..400, b in 2usize..300, seed in any::<u64>()
+    ) {
+        let data = Tensor::new(vec![a, b], floats(a * b, seed)).unwrap();
+        // Few distinct targets: heavy fan-in, order-sensitive float sums.
+        let idx = Tensor::new(vec![a, b], indices(a * b, 3, seed)).unwrap();
+        let updates = Tensor::new(vec![a, b], floats(a * b, seed ^ 1)).unwrap();
+        for reduction in Reduction::ALL {
+            same_for_every_thread_count(|| {
+                ScatterElements::new(1).reduction(reduction).run(&data, &idx, &updates).unwrap()
+            });
+            let nd_idx = Tensor::new(vec![a, 1], indices(a, 4, seed)).unwrap();
+            let nd_upd = Tensor::new(vec![a, b], floats(a * b, seed ^ 2)).unwrap();
+            same_for_every_thread_count(|| {
+                ScatterND::new().reduction(reduction).run(&data, &nd_idx, &nd_upd).unwrap()
+            });
+        }
+        let nd = Tensor::new(vec![a, 2], indices(2 * a, b.min(a), seed)).unwrap();
+        same_for_every_thread_count(|| GatherND::new().run(&data, &nd).unwrap());
+    }
+}
