@@ -62,10 +62,8 @@ fn resolved(path: &Path) -> PathBuf {
     }
 }
 
-/// Write `bytes` to `path` through a temporary file in the same directory and
-/// a rename, so a failure never leaves a partial file; refuse to write over
-/// any of `inputs`.
-pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(), CliError> {
+/// Refuse an output path that names one of `inputs`, however spelled.
+pub fn check_not_an_input(path: &Path, inputs: &[PathBuf]) -> Result<(), CliError> {
     let target = resolved(path);
     if inputs.iter().any(|input| resolved(input) == target) {
         return Err(CliError::usage(format!(
@@ -73,6 +71,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(),
             path.display()
         )));
     }
+    Ok(())
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory and
+/// a rename, so a failure never leaves a partial file; refuse to write over
+/// any of `inputs`.
+pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(), CliError> {
+    check_not_an_input(path, inputs)?;
     let file_name = path
         .file_name()
         .ok_or_else(|| CliError::usage(format!("{}: not a file name", path.display())))?;

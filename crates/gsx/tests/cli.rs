@@ -721,3 +721,97 @@ fn conformance_on_a_directory_reports_a_wrong_expectation() {
     assert!(stdout.contains("FAIL  test_gather_wrong"), "{stdout}");
     assert_eq!(stdout.lines().last(), Some("0 passed, 1 failed"));
 }
+
+#[test]
+fn headers_that_claim_more_data_than_the_file_holds_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    // A .npy header claiming a billion float64 over 16 bytes of data.
+    let mut bytes = npy::encode(&f32s(&[4], &[1., 2., 3., 4.])).unwrap();
+    let header_end = bytes.iter().position(|&b| b == b'\n').unwrap();
+    let header = String::from_utf8(bytes[10..header_end].to_vec()).unwrap();
+    let claimed = header.replace("(4,)", "(999999999,)").replace("<f4", "<f8");
+    let claimed = format!("{:<width$}", claimed.trim_end(), width = header_end - 10);
+    bytes.splice(10..header_end, claimed.bytes());
+    let big = dir.path().join("claims_more.npy");
+    std::fs::write(&big, &bytes).unwrap();
+    let zero = dir.path().join("zero.npy");
+    std::fs::write(&zero, npy::encode(&i64s(&[1], &[0])).unwrap()).unwrap();
+    let out = dir.path().join("out.npy");
+    let o = gsx(&[
+        "gather",
+        path_str(&big),
+        path_str(&zero),
+        "-o",
+        path_str(&out),
+    ]);
+    expect_failure(&o, 1, "claims_more.npy");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("999999999"));
+    // A model whose initializer claims more elements than its raw_data holds.
+    let mut m = single_node_model("", "Gather", 13, &[("x", None), ("i", None)], vec![]);
+    let mut init = gatherscatter_onnx::tensor_to_proto(
+        &i64s(&[1], &[0]),
+        "i",
+        gatherscatter_onnx::Encoding::Raw,
+    )
+    .unwrap();
+    init.dims = vec![1 << 40];
+    m.graph.as_mut().unwrap().initializer.push(init);
+    let model_path = dir.path().join("lying_initializer.onnx");
+    std::fs::write(&model_path, m.encode_to_vec()).unwrap();
+    let o = gsx(&[
+        "run",
+        path_str(&model_path),
+        "--output-dir",
+        path_str(dir.path()),
+    ]);
+    expect_failure(&o, 1, "lying_initializer.onnx");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("raw_data holds 8 bytes"));
+}
+
+#[test]
+fn a_failed_call_leaves_an_existing_output_and_the_inputs_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.npy");
+    let data_bytes = npy::encode(&f32s(&[2, 2], &[1., 2., 3., 4.])).unwrap();
+    std::fs::write(&data, &data_bytes).unwrap();
+    let idx = dir.path().join("idx.npy");
+    std::fs::write(&idx, npy::encode(&i64s(&[2, 2], &[0, 9, 1, 0])).unwrap()).unwrap();
+    let upd = dir.path().join("upd.npy");
+    std::fs::write(
+        &upd,
+        npy::encode(&f32s(&[2, 2], &[5., 6., 7., 8.])).unwrap(),
+    )
+    .unwrap();
+    let out = dir.path().join("out.npy");
+    std::fs::write(&out, b"previous result").unwrap();
+    let o = gsx(&[
+        "scatter-elements",
+        path_str(&data),
+        path_str(&idx),
+        path_str(&upd),
+        "--axis",
+        "1",
+        "-o",
+        path_str(&out),
+    ]);
+    expect_failure(&o, 1, "out_of_bounds");
+    assert_eq!(std::fs::read(&out).unwrap(), b"previous result");
+    assert_eq!(std::fs::read(&data).unwrap(), data_bytes);
+    // Writing the result over an input is refused, whatever the spelling.
+    let dotted = dir.path().join(".").join("data.npy");
+    let o = gsx(&[
+        "gather",
+        path_str(&data),
+        path_str(&idx),
+        "-o",
+        path_str(&dotted),
+    ]);
+    expect_failure(&o, 2, "refusing to overwrite");
+    assert_eq!(std::fs::read(&data).unwrap(), data_bytes);
+    // No temporary file is left behind.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}

@@ -150,6 +150,12 @@ fn execute(
             "give -o/--output FILE, or --repeat N to time the op without writing".into(),
         ));
     }
+    let mut inputs = vec![data_path.to_path_buf(), indices_path.to_path_buf()];
+    inputs.extend(updates_path.cloned());
+    if let Some(output) = &common.output {
+        // Before any work: a result that would replace an input is refused.
+        files::check_not_an_input(output, &inputs)?;
+    }
     let data = files::load(data_path)?;
     let indices = files::load(indices_path)?;
     let updates = updates_path.map(|p| files::load(p)).transpose()?;
@@ -159,8 +165,6 @@ fn execute(
     // The first call validates and is the warm-up of --repeat.
     let result = in_pool(&pool, || op.call(data, indices, updates))?;
     if let Some(output) = &common.output {
-        let mut inputs = vec![data_path.to_path_buf(), indices_path.to_path_buf()];
-        inputs.extend(updates_path.cloned());
         files::save(output, &result, "output", &inputs)?;
     }
     if let Some(repeat) = common.repeat {

@@ -1,0 +1,46 @@
+//! Shapes whose element count overflows and outputs too large to allocate
+//! are errors: no abort, no panic, no partial result.
+
+use gatherscatter::{ErrorKind, Gather, GatherND, ScatterND, Tensor};
+
+#[test]
+fn an_output_too_large_to_allocate_is_an_error() {
+    // 16 MiB of data and 16 Mi one-byte indices make a 256 TiB output.
+    let n = 1usize << 24;
+    let data = Tensor::new(vec![1, n], vec![7u8; n]).unwrap();
+    let indices = Tensor::new(vec![n], vec![0u8; n]).unwrap();
+    let err = Gather::new(0).run(&data, &indices).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SizeOverflow);
+    assert_eq!(
+        err.to_string(),
+        format!("cannot allocate {} elements of uint8 for the output", n * n)
+    );
+    // GatherND: each of n tuples picks a whole row of n elements.
+    let tuples = Tensor::new(vec![n, 1], vec![0u8; n]).unwrap();
+    let err = GatherND::new().run(&data, &tuples).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SizeOverflow);
+}
+
+#[test]
+fn element_counts_that_overflow_usize_are_errors() {
+    let big = 1usize << 40;
+    // GatherND output [1, big, big] from empty data: the shape is checked
+    // before any index.
+    let data = Tensor::new(vec![0, big, big], Vec::<f64>::new()).unwrap();
+    let indices = Tensor::new(vec![1, 1], vec![0i64]).unwrap();
+    let err = GatherND::new().run(&data, &indices).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SizeOverflow, "{err}");
+    // A zero anywhere makes the count 0, whatever the other dims.
+    let indices = Tensor::new(vec![0, 1], Vec::<i64>::new()).unwrap();
+    let out = GatherND::new().run(&data, &indices).unwrap();
+    assert_eq!(out.shape(), &[0, big, big]);
+    // A tensor whose shape alone overflows cannot be built.
+    let err = Tensor::new(vec![big, big, big], Vec::<u8>::new()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SizeOverflow);
+    // ScatterND with a huge but empty updates shape.
+    let data = Tensor::new(vec![3], vec![1i32, 2, 3]).unwrap();
+    let indices = Tensor::new(vec![0, big, 1], Vec::<i64>::new()).unwrap();
+    let updates = Tensor::new(vec![0, big], Vec::<i32>::new()).unwrap();
+    let out = ScatterND::new().run(&data, &indices, &updates).unwrap();
+    assert_eq!(out, data, "no tuple, no write");
+}
