@@ -180,7 +180,15 @@ impl Case {
                         .is_some_and(|n| n.to_string_lossy().starts_with("test_data_set_"))
             })
             .collect();
-        sets.sort();
+        // test_data_set_10 after test_data_set_9.
+        sets.sort_by_key(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let number = name.rsplit('_').next().and_then(|n| n.parse::<u64>().ok());
+            (number, name)
+        });
         let data_sets = sets
             .iter()
             .map(|set| DataSet::load(set))

@@ -658,3 +658,30 @@ pub fn encode(tensor: &Tensor) -> Result<Vec<u8>, CliError> {
     out.extend_from_slice(&data);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Exercises the mapping (the crate's one `unsafe` block) and the
+    /// aligned cast of the mapped bytes. Miri cannot run it: it has no
+    /// file-backed mappings.
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri does not support file-backed memory mappings")]
+    fn large_arrays_are_mapped_and_read_in_place() {
+        let values: Vec<u64> = (0..(MMAP_THRESHOLD / 8) as u64).map(|i| i * 3).collect();
+        let tensor = Tensor::new(vec![values.len()], values).unwrap();
+        let path = std::env::temp_dir().join(format!("gsx-npy-map-{}.npy", std::process::id()));
+        std::fs::write(&path, encode(&tensor).unwrap()).unwrap();
+        let loaded = read(&path).unwrap();
+        let view = loaded.view().unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(loaded.is_mapped());
+        let data = view.typed::<u64>().unwrap().data();
+        assert_eq!(data.len(), MMAP_THRESHOLD / 8);
+        assert_eq!(
+            (data[0], data[1], data[data.len() - 1]),
+            (0, 3, 3 * (data.len() as u64 - 1))
+        );
+    }
+}
