@@ -8,7 +8,7 @@ pub mod scatter_elements;
 pub mod scatter_nd;
 pub mod tensor_scatter;
 
-use crate::dtype::Element;
+use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 
 /// An output buffer of `len` elements, or an error (never an abort) when it
@@ -33,4 +33,23 @@ pub(crate) fn copy_of<T: Element>(data: &[T]) -> Result<Vec<T>> {
         })?;
     out.extend_from_slice(data);
     Ok(out)
+}
+
+/// Scatter updates must have the data's dtype. `context` holds `{}` where the
+/// data dtype goes, e.g. `"ScatterND on {} data"`.
+pub(crate) fn require_same_dtype(
+    what: &'static str,
+    given: DType,
+    data: DType,
+    context: &str,
+) -> Result<()> {
+    if given == data {
+        return Ok(());
+    }
+    Err(Error::BadDType {
+        what,
+        dtype: given,
+        context: context.replace("{}", data.name()),
+        accepted: vec![data],
+    })
 }

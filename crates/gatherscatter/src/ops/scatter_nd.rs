@@ -73,14 +73,12 @@ impl ScatterND {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<Tensor> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        if updates.dtype() != data.dtype() {
-            return Err(Error::BadDType {
-                what: "updates",
-                dtype: updates.dtype(),
-                context: format!("ScatterND on {} data", data.dtype()),
-                accepted: vec![data.dtype()],
-            });
-        }
+        super::require_same_dtype(
+            "updates",
+            updates.dtype(),
+            data.dtype(),
+            "ScatterND on {} data",
+        )?;
         let plan = self.plan(
             data.shape(),
             data.dtype(),

@@ -133,14 +133,12 @@ impl TensorScatter {
         write_indices: Option<TensorView<'_>>,
     ) -> Result<Tensor> {
         let (past_cache, update) = (past_cache.into(), update.into());
-        if update.dtype() != past_cache.dtype() {
-            return Err(Error::BadDType {
-                what: "update",
-                dtype: update.dtype(),
-                context: format!("TensorScatter on a {} cache", past_cache.dtype()),
-                accepted: vec![past_cache.dtype()],
-            });
-        }
+        super::require_same_dtype(
+            "update",
+            update.dtype(),
+            past_cache.dtype(),
+            "TensorScatter on a {} cache",
+        )?;
         let plan = self.plan(
             past_cache.shape(),
             past_cache.dtype(),
