@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Run every fuzz target for SECONDS each (default 30) from the committed
+# corpus; fail on the first crash. Needs the nightly toolchain and cargo-fuzz.
+#   fuzz/run_all.sh 30          # what CI does
+#   fuzz/run_all.sh 600         # a longer local run; then `cargo fuzz cmin TARGET`
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds="${1:-30}"
+targets=(gather gather_elements scatter_elements gather_nd scatter_nd onnx_model onnx_tensor)
+cargo +nightly fuzz build -O
+total=0
+for t in "${targets[@]}"; do
+  mkdir -p "corpus/$t"
+  log="$(mktemp)"
+  # A scratch copy keeps the committed corpus unchanged by CI runs.
+  scratch="$(mktemp -d)"
+  cp -r "corpus/$t/." "$scratch/"
+  if ! cargo +nightly fuzz run "$t" -O "$scratch" -- -max_total_time="$seconds" -max_len=1024 >"$log" 2>&1; then
+    tail -40 "$log"
+    echo "fuzz target $t failed" >&2
+    exit 1
+  fi
+  runs=$(grep -Eo '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+  cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1)
+  echo "fuzz $t: ${runs:-0} executions, $cov, no crash"
+  total=$((total + ${runs:-0}))
+  rm -rf "$scratch" "$log"
+done
+echo "fuzz total: $total executions"
