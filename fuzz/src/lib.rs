@@ -169,10 +169,24 @@ fn assert_same<T: RefReduce>(out: &Tensor, shape: &[usize], expected: &[T], case
     }
 }
 
-/// An out-of-bounds error must mean some index really is out of range.
-fn check_error(e: &gatherscatter::Error, reference_says_bad: impl FnOnce() -> bool, case: &Case) {
-    if e.kind() == ErrorKind::OutOfBounds && matches!(case.profile, Profile::Permissive) {
-        assert!(reference_says_bad(), "spurious {e} for {case:?}");
+/// A success must equal the reference (which then finds every index in
+/// range); a permissive out-of-bounds error must mean some index really is
+/// out of range (the reference gives `None`).
+fn check_outcome<T: RefReduce>(
+    result: gatherscatter::Result<Tensor>,
+    reference: impl Fn() -> Option<(Vec<usize>, Vec<T>)>,
+    case: &Case,
+) {
+    match result {
+        Ok(out) => {
+            let (shape, values) = reference().expect("success, so every index is in range");
+            assert_same(&out, &shape, &values, case);
+        }
+        Err(e) => {
+            if e.kind() == ErrorKind::OutOfBounds && matches!(case.profile, Profile::Permissive) {
+                assert!(reference().is_none(), "spurious {e} for {case:?}");
+            }
+        }
     }
 }
 
@@ -192,13 +206,7 @@ fn run_gather<T: RefReduce>(case: &Case) {
             case.batch_dims,
         )
     };
-    match result {
-        Ok(out) => {
-            let (shape, values) = reference().expect("success, so every index is in range");
-            assert_same(&out, &shape, &values, case);
-        }
-        Err(e) => check_error(&e, || reference().is_none(), case),
-    }
+    check_outcome(result, reference, case);
 }
 
 fn run_gather_elements<T: RefReduce>(case: &Case) {
@@ -215,13 +223,11 @@ fn run_gather_elements<T: RefReduce>(case: &Case) {
             case.axis(),
         )
     };
-    match result {
-        Ok(out) => {
-            let values = reference().expect("success, so every index is in range");
-            assert_same(&out, &case.indices_shape, &values, case);
-        }
-        Err(e) => check_error(&e, || reference().is_none(), case),
-    }
+    check_outcome(
+        result,
+        || reference().map(|v| (case.indices_shape.clone(), v)),
+        case,
+    );
 }
 
 fn run_scatter_elements<T: RefReduce>(case: &Case) {
@@ -249,13 +255,11 @@ fn run_scatter_elements<T: RefReduce>(case: &Case) {
             |a, b| T::reduce(name, a, b).expect("supported reduction"),
         )
     };
-    match result {
-        Ok(out) => {
-            let values = reference().expect("success, so every index is in range");
-            assert_same(&out, &case.data_shape, &values, case);
-        }
-        Err(e) => check_error(&e, || reference().is_none(), case),
-    }
+    check_outcome(
+        result,
+        || reference().map(|v| (case.data_shape.clone(), v)),
+        case,
+    );
 }
 
 fn run_gather_nd<T: RefReduce>(case: &Case) {
@@ -273,13 +277,7 @@ fn run_gather_nd<T: RefReduce>(case: &Case) {
             case.batch_dims,
         )
     };
-    match result {
-        Ok(out) => {
-            let (shape, values) = reference().expect("success, so every tuple is in range");
-            assert_same(&out, &shape, &values, case);
-        }
-        Err(e) => check_error(&e, || reference().is_none(), case),
-    }
+    check_outcome(result, reference, case);
 }
 
 fn run_scatter_nd<T: RefReduce>(case: &Case) {
@@ -315,13 +313,11 @@ fn run_scatter_nd<T: RefReduce>(case: &Case) {
             |a, b| T::reduce(name, a, b).expect("supported reduction"),
         )
     };
-    match result {
-        Ok(out) => {
-            let values = reference().expect("success, so every tuple is in range");
-            assert_same(&out, &case.data_shape, &values, case);
-        }
-        Err(e) => check_error(&e, || reference().is_none(), case),
-    }
+    check_outcome(
+        result,
+        || reference().map(|v| (case.data_shape.clone(), v)),
+        case,
+    );
 }
 
 /// The fuzz entry points, one per op.
