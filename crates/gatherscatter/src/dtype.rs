@@ -177,11 +177,21 @@ pub trait Element:
     /// writes them (zero, false, the empty string).
     fn zero() -> Self;
 
+    /// A vector of `len` zero values, or `None` when it cannot be allocated.
+    /// Plain types take zeroed pages straight from the allocator, so a large
+    /// output is first touched by the kernel threads that write it rather
+    /// than by a serial fill.
+    #[doc(hidden)]
+    fn try_zeroed_vec(len: usize) -> Option<Vec<Self>>;
+
     /// Wrap a typed tensor into the dynamic [`Tensor`].
     fn into_tensor(tensor: TypedTensor<Self>) -> Tensor;
 
     /// Borrow the typed tensor inside a dynamic one of this dtype.
     fn from_tensor(tensor: &Tensor) -> Option<&TypedTensor<Self>>;
+
+    /// Mutable version of [`Element::from_tensor`].
+    fn from_tensor_mut(tensor: &mut Tensor) -> Option<&mut TypedTensor<Self>>;
 
     /// Take the typed tensor out of a dynamic one of this dtype, or give it back.
     fn from_tensor_owned(tensor: Tensor) -> Result<TypedTensor<Self>, Tensor>;
@@ -195,12 +205,21 @@ pub trait Element:
 
 macro_rules! element {
     ($ty:ty, $variant:ident, $word:ty, $zero:expr, words: pod) => {
-        element!(@impl $ty, $variant, $word, $zero, s => bytemuck::cast_slice(s), bytemuck::cast_slice_mut(s));
+        element!(@impl $ty, $variant, $word, $zero, s => bytemuck::cast_slice(s), bytemuck::cast_slice_mut(s), zeroed: calloc);
     };
-    ($ty:ty, $variant:ident, $zero:expr, words: self) => {
-        element!(@impl $ty, $variant, $ty, $zero, s => s, s);
+    ($ty:ty, $variant:ident, $zero:expr, words: self, zeroed: $zeroed:ident) => {
+        element!(@impl $ty, $variant, $ty, $zero, s => s, s, zeroed: $zeroed);
     };
-    (@impl $ty:ty, $variant:ident, $word:ty, $zero:expr, $s:ident => $words:expr, $words_mut:expr) => {
+    (@zeroed calloc, $ty:ty, $len:ident) => {
+        bytemuck::allocation::try_zeroed_slice_box::<$ty>($len).ok().map(Vec::from)
+    };
+    (@zeroed fill, $ty:ty, $len:ident) => {{
+        let mut v = Vec::new();
+        v.try_reserve_exact($len).ok()?;
+        v.resize($len, <$ty as Element>::zero());
+        Some(v)
+    }};
+    (@impl $ty:ty, $variant:ident, $word:ty, $zero:expr, $s:ident => $words:expr, $words_mut:expr, zeroed: $zeroed:ident) => {
         impl sealed::Sealed for $ty {}
         impl Element for $ty {
             const DTYPE: DType = DType::$variant;
@@ -217,10 +236,19 @@ macro_rules! element {
             fn zero() -> Self {
                 $zero
             }
+            fn try_zeroed_vec(len: usize) -> Option<Vec<Self>> {
+                element!(@zeroed $zeroed, $ty, len)
+            }
             fn into_tensor(tensor: TypedTensor<Self>) -> Tensor {
                 Tensor::$variant(tensor)
             }
             fn from_tensor(tensor: &Tensor) -> Option<&TypedTensor<Self>> {
+                match tensor {
+                    Tensor::$variant(t) => Some(t),
+                    _ => None,
+                }
+            }
+            fn from_tensor_mut(tensor: &mut Tensor) -> Option<&mut TypedTensor<Self>> {
                 match tensor {
                     Tensor::$variant(t) => Some(t),
                     _ => None,
@@ -246,7 +274,7 @@ macro_rules! element {
 }
 
 // bool is not Pod (only 0 and 1 are valid), so it keeps its own kernel.
-element!(bool, Bool, false, words: self);
+element!(bool, Bool, false, words: self, zeroed: calloc);
 element!(i8, I8, u8, 0, words: pod);
 element!(u8, U8, u8, 0, words: pod);
 element!(i16, I16, u16, 0, words: pod);
@@ -262,4 +290,4 @@ element!(f64, F64, u64, 0.0, words: pod);
 // Complex32 is 4-byte aligned: a u64 word could be misaligned, [u32; 2] never is.
 element!(Complex32, Complex64, [u32; 2], Complex32::new(0.0, 0.0), words: pod);
 element!(Complex64, Complex128, [u64; 2], Complex64::new(0.0, 0.0), words: pod);
-element!(String, String, String::new(), words: self);
+element!(String, String, String::new(), words: self, zeroed: fill);

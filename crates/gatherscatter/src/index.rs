@@ -96,6 +96,22 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
     Ok(resolved)
 }
 
+/// The error for indices in which a fused check-and-copy kernel met a bad
+/// value at flat position `found`: the first bad value in row-major order,
+/// which precedes `found` when tasks ran out of order.
+pub(crate) fn first_bad_index<I: IndexElement>(
+    indices: TypedView<'_, I>,
+    rule: AxisRule,
+    found: usize,
+) -> Error {
+    let values = indices.data();
+    let first = values[..found]
+        .iter()
+        .position(|v| rule.resolve(v.to_i128()).is_none())
+        .unwrap_or(found);
+    rule.out_of_range(values[first].to_i128(), unravel(first, indices.shape()))
+}
+
 /// How the k-tuples of GatherND / ScatterND indices address data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TupleRule {

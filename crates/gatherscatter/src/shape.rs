@@ -76,6 +76,7 @@ pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
 ///
 /// Requires a non-empty indices shape of rank >= 1 with each dimension no
 /// larger than data's (the axis excepted), so every offset is in bounds.
+#[derive(Debug, Clone)]
 pub(crate) struct RowBases {
     lead_shape: Vec<usize>,
     /// Data strides of the leading dims, 0 for the axis.

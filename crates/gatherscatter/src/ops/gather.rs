@@ -7,8 +7,8 @@
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
-use crate::ops::alloc_output;
 use crate::ops::parallel;
+use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
@@ -117,6 +117,51 @@ impl Gather {
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
         let resolved = resolve_along_axis(indices, plan.rule)?;
         execute(data, &resolved, plan)
+    }
+
+    /// Like [`Gather::run`], but writes into `out`, a caller's buffer of the
+    /// data's dtype and exactly the output shape (so a runtime can reuse its
+    /// buffers and skip allocating and page-faulting a fresh output).
+    /// Indices are checked before anything is written: on error `out` is
+    /// untouched.
+    ///
+    /// ```
+    /// use gatherscatter::{Gather, Tensor};
+    ///
+    /// let data = Tensor::new(vec![3, 2], vec![1i32, 2, 3, 4, 5, 6])?;
+    /// let indices = Tensor::from_vec(vec![2i64, 0]);
+    /// let mut out = Tensor::new(vec![2, 2], vec![0i32; 4])?;
+    /// Gather::new(0).run_into(&data, &indices, &mut out)?;
+    /// assert_eq!(out.data::<i32>().unwrap(), &[5, 6, 1, 2]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_into<'d, 'i>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let (data, indices) = (data.into(), indices.into());
+        let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
+        let resolved = resolve_tensor_along_axis(indices, plan.rule, "Gather")?;
+        with_view!(data, t => {
+            fill(t, &resolved, &plan, typed_output("Gather", out, &plan.output_shape)?);
+            Ok(())
+        })
+    }
+
+    /// Typed form of [`Gather::run_into`].
+    pub fn run_typed_into<T: Element, I: IndexElement>(
+        &self,
+        data: TypedView<'_, T>,
+        indices: TypedView<'_, I>,
+        out: &mut TypedTensor<T>,
+    ) -> Result<()> {
+        let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
+        check_output_shape("Gather", out.shape(), &plan.output_shape)?;
+        let resolved = resolve_along_axis(indices, plan.rule)?;
+        fill(data, &resolved, &plan, out.data_mut());
+        Ok(())
     }
 
     fn plan(
@@ -253,16 +298,21 @@ fn execute<T: Element>(
     plan: GatherPlan,
 ) -> Result<TypedTensor<T>> {
     let mut out = alloc_output::<T>(plan.output_len)?;
+    fill(data, resolved, &plan, &mut out);
+    Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out))
+}
+
+/// Write the whole output into `out`, of `plan.output_len` elements.
+fn fill<T: Element>(data: TypedView<'_, T>, resolved: &[usize], plan: &GatherPlan, out: &mut [T]) {
     if plan.output_len > 0 {
         // Copy-only: the kernel moves same-width words, so f32/i32/u32 share code.
         copy_blocks(
             T::as_words(data.data()),
             resolved,
-            &plan,
-            T::as_words_mut(&mut out),
+            plan,
+            T::as_words_mut(out),
         );
     }
-    Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out))
 }
 
 /// Output `[batch, outer, indices_per_batch, inner]` from data
@@ -284,48 +334,81 @@ fn copy_blocks<W: Clone + Send + Sync>(
 }
 
 /// Fill `dst` with the output blocks starting at block `first`.
-fn copy_block_range<'a, W: Clone>(
-    data: &'a [W],
-    resolved: &'a [usize],
+fn copy_block_range<W: Clone>(
+    data: &[W],
+    resolved: &[usize],
     plan: &GatherPlan,
     first: usize,
     dst: &mut [W],
 ) {
-    let (inner, ipb) = (plan.inner, plan.indices_per_batch);
-    let slab_len = plan.axis_size * inner;
-    // Block b is index j = b % ipb of output slab s = b / ipb; slab s reads
-    // data slab s with the indices of batch s / outer. Past the last slab
-    // both are empty, and nothing reads them.
-    let slab_at = |s: usize| -> (&'a [W], &'a [usize]) {
-        let batch = s / plan.outer;
-        (
-            data.get(s * slab_len..(s + 1) * slab_len).unwrap_or(&[]),
-            resolved.get(batch * ipb..(batch + 1) * ipb).unwrap_or(&[]),
-        )
+    // Small blocks are where a general slice copy (a memcpy call per
+    // block) costs most: copy them as fixed-size arrays the compiler inlines.
+    match plan.inner {
+        1 => copy_fixed_blocks::<W, 1>(data, resolved, plan, first, dst),
+        2 => copy_fixed_blocks::<W, 2>(data, resolved, plan, first, dst),
+        3 => copy_fixed_blocks::<W, 3>(data, resolved, plan, first, dst),
+        4 => copy_fixed_blocks::<W, 4>(data, resolved, plan, first, dst),
+        8 => copy_fixed_blocks::<W, 8>(data, resolved, plan, first, dst),
+        16 => copy_fixed_blocks::<W, 16>(data, resolved, plan, first, dst),
+        _ => copy_slice_blocks(data, resolved, plan, first, dst),
+    }
+}
+
+/// Block `b` of the output is index `j = b % ipb` of output slab
+/// `s = b / ipb`, which reads data slab `s` with the indices of batch
+/// `s / outer`. Yields, for each output block from `first` on, the data
+/// block it copies, counted in blocks of `inner` elements.
+fn source_blocks<'a>(
+    resolved: &'a [usize],
+    plan: &'a GatherPlan,
+    first: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    let ipb = plan.indices_per_batch;
+    let indices_of = move |slab: usize| {
+        let batch = slab / plan.outer;
+        // Past the last slab there are no indices, and nothing asks for them.
+        resolved.get(batch * ipb..(batch + 1) * ipb).unwrap_or(&[])
     };
     let (mut slab, mut j) = (first / ipb, first % ipb);
-    let (mut src, mut idx) = slab_at(slab);
-    if inner == 1 {
-        // One element per index: a plain element loop beats slice copies.
-        for d in dst.iter_mut() {
-            *d = src[idx[j]].clone();
-            j += 1;
-            if j == ipb {
-                j = 0;
-                slab += 1;
-                (src, idx) = slab_at(slab);
-            }
+    let mut idx = indices_of(slab);
+    std::iter::from_fn(move || {
+        let block = slab * plan.axis_size + *idx.get(j)?;
+        j += 1;
+        if j == ipb {
+            j = 0;
+            slab += 1;
+            idx = indices_of(slab);
         }
-    } else {
-        for d in dst.chunks_exact_mut(inner) {
-            let i = idx[j];
-            d.clone_from_slice(&src[i * inner..(i + 1) * inner]);
-            j += 1;
-            if j == ipb {
-                j = 0;
-                slab += 1;
-                (src, idx) = slab_at(slab);
-            }
-        }
+        Some(block)
+    })
+}
+
+fn copy_fixed_blocks<W: Clone, const N: usize>(
+    data: &[W],
+    resolved: &[usize],
+    plan: &GatherPlan,
+    first: usize,
+    dst: &mut [W],
+) {
+    // N is a constant here, so each copy compiles to a few moves.
+    for (d, block) in dst
+        .chunks_exact_mut(N)
+        .zip(source_blocks(resolved, plan, first))
+    {
+        d.clone_from_slice(&data[block * N..block * N + N]);
+    }
+}
+
+fn copy_slice_blocks<W: Clone>(
+    data: &[W],
+    resolved: &[usize],
+    plan: &GatherPlan,
+    first: usize,
+    dst: &mut [W],
+) {
+    let inner = plan.inner;
+    let blocks = dst.chunks_exact_mut(inner);
+    for (d, block) in blocks.zip(source_blocks(resolved, plan, first)) {
+        d.clone_from_slice(&data[block * inner..(block + 1) * inner]);
     }
 }

@@ -5,9 +5,9 @@
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
-use crate::ops::alloc_output;
+use crate::index::{first_bad_index, with_index_view, AxisRule, IndexElement};
 use crate::ops::parallel;
+use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{element_count, normalize_axis, require_rank_at_least_1, strides, RowBases};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
@@ -19,9 +19,9 @@ use crate::tensor_view::{with_view, TensorView};
 ///   shape of `indices`.
 /// - Off the axis, `indices.shape[d] <= data.shape[d]` (SPEC §2.5; the DirectML
 ///   profile demands equality). Along the axis, `indices` may be any size.
-/// - Index values are in `[-s, s-1]` for an axis of size `s`. All are checked
-///   before any output is written; the first bad one is reported with its
-///   position.
+/// - Index values are in `[-s, s-1]` for an axis of size `s`. Each is checked
+///   as it is used and the call returns no output on an error; the error
+///   names the first bad index in row-major order with its position.
 ///
 /// ```
 /// use gatherscatter::{GatherElements, Tensor};
@@ -71,8 +71,50 @@ impl GatherElements {
     ) -> Result<Tensor> {
         let (data, indices) = (data.into(), indices.into());
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
-        let resolved = resolve_tensor_along_axis(indices, plan.rule, "GatherElements")?;
-        with_view!(data, t => execute(t, indices.shape(), &resolved, &plan).map(Tensor::from))
+        with_index_view!(indices, "GatherElements", idx => {
+            with_view!(data, t => execute(t, idx, &plan).map(Tensor::from))
+        })
+    }
+
+    /// Like [`GatherElements::run`], but writes into `out`, a caller's buffer
+    /// of the data's dtype and the indices' shape. Indices are checked while
+    /// the output is written, so on an error `out` may be partly overwritten.
+    ///
+    /// ```
+    /// use gatherscatter::{GatherElements, Tensor};
+    ///
+    /// let data = Tensor::new(vec![2, 2], vec![1u8, 2, 3, 4])?;
+    /// let indices = Tensor::new(vec![2, 2], vec![1i32, 1, 0, 1])?;
+    /// let mut out = Tensor::new(vec![2, 2], vec![0u8; 4])?;
+    /// GatherElements::new(1).run_into(&data, &indices, &mut out)?;
+    /// assert_eq!(out.data::<u8>().unwrap(), &[2, 2, 3, 4]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_into<'d, 'i>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let (data, indices) = (data.into(), indices.into());
+        let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
+        with_index_view!(indices, "GatherElements", idx => {
+            with_view!(data, t => {
+                fill(t, idx, &plan, typed_output("GatherElements", out, idx.shape())?)
+            })
+        })
+    }
+
+    /// Typed form of [`GatherElements::run_into`].
+    pub fn run_typed_into<T: Element, I: IndexElement>(
+        &self,
+        data: TypedView<'_, T>,
+        indices: TypedView<'_, I>,
+        out: &mut TypedTensor<T>,
+    ) -> Result<()> {
+        let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
+        check_output_shape("GatherElements", out.shape(), indices.shape())?;
+        fill(data, indices, &plan, out.data_mut())
     }
 
     /// Run on typed views; the same checks and kernel as [`GatherElements::run`].
@@ -93,8 +135,7 @@ impl GatherElements {
         indices: TypedView<'_, I>,
     ) -> Result<TypedTensor<T>> {
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
-        let resolved = resolve_along_axis(indices, plan.rule)?;
-        execute(data, indices.shape(), &resolved, &plan)
+        execute(data, indices, &plan)
     }
 
     fn plan(
@@ -307,96 +348,135 @@ pub(crate) fn check_indices_shape(
     Ok(())
 }
 
-fn execute<T: Element>(
+fn execute<T: Element, I: IndexElement>(
     data: TypedView<'_, T>,
-    indices_shape: &[usize],
-    resolved: &[usize],
+    indices: TypedView<'_, I>,
     plan: &ElementsPlan,
 ) -> Result<TypedTensor<T>> {
     let mut out = alloc_output::<T>(plan.output_len)?;
-    if plan.output_len > 0 {
-        gather_rows(
-            T::as_words(data.data()),
-            data.shape(),
-            indices_shape,
-            plan.axis,
-            resolved,
-            T::as_words_mut(&mut out),
-        );
-    }
+    fill(data, indices, plan, &mut out)?;
     Ok(TypedTensor::from_parts_unchecked(
-        indices_shape.to_vec(),
+        indices.shape().to_vec(),
         out,
     ))
 }
 
-/// Requires a non-empty output, indices resolved into `[0, data_shape[axis])`
-/// and an indices shape checked by [`check_indices_shape`]. Rows of the
-/// output (its last dim) are independent: contiguous ranges of rows go to
-/// separate tasks.
-fn gather_rows<W: Clone + Send + Sync>(
+/// Write the whole output into `out` (the indices' length), checking each
+/// index as it is used: one pass over the indices instead of a check pass
+/// and a copy pass, which matters because here they are as large as the output.
+fn fill<T: Element, I: IndexElement>(
+    data: TypedView<'_, T>,
+    indices: TypedView<'_, I>,
+    plan: &ElementsPlan,
+    out: &mut [T],
+) -> Result<()> {
+    if plan.output_len == 0 {
+        return Ok(());
+    }
+    gather_rows(
+        T::as_words(data.data()),
+        data.shape(),
+        indices.shape(),
+        indices.data(),
+        &plan.rule,
+        T::as_words_mut(out),
+    )
+    .map_err(|found| first_bad_index(indices, plan.rule, found))
+}
+
+/// Requires a non-empty output and an indices shape checked by
+/// [`check_indices_shape`]. Rows of the output (its last dim) are
+/// independent: contiguous ranges of rows go to separate tasks. Returns the
+/// flat position of a bad index if a task meets one.
+fn gather_rows<W: Clone + Send + Sync, I: IndexElement>(
     data: &[W],
     data_shape: &[usize],
     indices_shape: &[usize],
-    axis: usize,
-    resolved: &[usize],
+    indices: &[I],
+    rule: &AxisRule,
     out: &mut [W],
-) {
+) -> std::result::Result<(), usize> {
+    let axis = rule.axis;
     let row_len = indices_shape[indices_shape.len() - 1];
     let rows = out.len() / row_len;
     let per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(out), rows));
-    let axis_stride = strides(data_shape)[axis];
-    parallel::for_each_chunk(out, per_task * row_len, |task, dst| {
-        let first = task * per_task;
-        let bases = RowBases::new(indices_shape, data_shape, axis).starting_at(first);
-        let idx = &resolved[first * row_len..first * row_len + dst.len()];
-        let geometry = RowGeometry {
-            row_len,
-            axis_size: data_shape[axis],
-            axis_stride,
-            innermost: axis == indices_shape.len() - 1,
-        };
-        gather_row_range(data, &geometry, bases, idx, dst);
-    });
+    let geometry = RowGeometry {
+        row_len,
+        axis_stride: strides(data_shape)[axis],
+        innermost: axis == indices_shape.len() - 1,
+        tile: outer_axis_tile::<W>(rule.size),
+    };
+    parallel::try_for_each_chunk(out, per_task * row_len, |task, dst| {
+        let start = task * per_task * row_len;
+        let bases = RowBases::new(indices_shape, data_shape, axis).starting_at(task * per_task);
+        let idx = &indices[start..start + dst.len()];
+        gather_row_range(data, &geometry, rule, bases, idx, dst).map_err(|k| start + k)
+    })
+}
+
+/// Column tile for the outer-axis loop: rows of data picked at random are
+/// latency-bound, so a strip of `tile` columns over the whole axis is
+/// gathered for every output row before moving on, keeping that strip
+/// (about 2 MiB) in cache instead of missing on each element.
+fn outer_axis_tile<W>(axis_size: usize) -> usize {
+    const STRIP_BYTES: usize = 2 << 20;
+    let column_bytes = axis_size.max(1) * std::mem::size_of::<W>().max(1);
+    (STRIP_BYTES / column_bytes).max(16)
 }
 
 struct RowGeometry {
     row_len: usize,
-    axis_size: usize,
     axis_stride: usize,
     innermost: bool,
+    tile: usize,
 }
 
-fn gather_row_range<W: Clone>(
+/// Fill whole rows `dst` from their data bases and indices; `Err(k)` when
+/// the k-th index of this range is out of range.
+fn gather_row_range<W: Clone, I: IndexElement>(
     data: &[W],
     geometry: &RowGeometry,
+    rule: &AxisRule,
     bases: RowBases,
-    resolved: &[usize],
+    indices: &[I],
     out: &mut [W],
-) {
+) -> std::result::Result<(), usize> {
     let RowGeometry {
         row_len,
-        axis_size,
         axis_stride,
         innermost,
+        tile,
     } = *geometry;
-    let chunks = out
-        .chunks_exact_mut(row_len)
-        .zip(resolved.chunks_exact(row_len));
     if innermost {
         // Innermost axis: each row reads one contiguous data row at random offsets.
-        for (base, (dst, idx)) in bases.zip(chunks) {
-            let row = &data[base..base + axis_size];
-            for (d, &i) in dst.iter_mut().zip(idx) {
+        let rows = out
+            .chunks_exact_mut(row_len)
+            .zip(indices.chunks_exact(row_len));
+        for (r, (base, (dst, idx))) in bases.zip(rows).enumerate() {
+            let row = &data[base..base + rule.size];
+            for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
+                let i = rule.resolve(v.to_i128()).ok_or(r * row_len + j)?;
                 *d = row[i].clone();
             }
         }
-    } else {
-        // Outer axis: element j of a row reads data[base + i * axis_stride + j].
-        for (base, (dst, idx)) in bases.zip(chunks) {
-            for (j, (d, &i)) in dst.iter_mut().zip(idx).enumerate() {
-                *d = data[base + i * axis_stride + j].clone();
+        return Ok(());
+    }
+    // Outer axis: element j of a row reads data[base + i * axis_stride + j],
+    // in column tiles (see `outer_axis_tile`).
+    let tile = tile.min(row_len);
+    let rows = out.len() / row_len;
+    for t0 in (0..row_len).step_by(tile) {
+        let t1 = (t0 + tile).min(row_len);
+        for (r, base) in bases.clone().take(rows).enumerate() {
+            let at = r * row_len;
+            let dst = &mut out[at + t0..at + t1];
+            let idx = &indices[at + t0..at + t1];
+            let column = &data[base + t0..];
+            for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
+                let i = rule.resolve(v.to_i128()).ok_or(at + t0 + j)?;
+                *d = column[i * axis_stride + j].clone();
             }
         }
     }
+    Ok(())
 }

@@ -6,6 +6,7 @@ pub mod gather_nd;
 pub(crate) mod parallel;
 pub mod scatter_elements;
 pub mod scatter_nd;
+mod scatter_rows;
 pub mod tensor_scatter;
 
 use crate::dtype::{DType, Element};
@@ -14,13 +15,10 @@ use crate::error::{Error, Result};
 /// An output buffer of `len` elements, or an error (never an abort) when it
 /// cannot be allocated (SPEC §2.12).
 pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(len).map_err(|_| Error::Allocation {
+    T::try_zeroed_vec(len).ok_or(Error::Allocation {
         elements: len,
         dtype: T::DTYPE,
-    })?;
-    out.resize(len, T::zero());
-    Ok(out)
+    })
 }
 
 /// A copy of `data` as the output of a scatter, or an allocation error.
@@ -46,10 +44,38 @@ pub(crate) fn require_same_dtype(
     if given == data {
         return Ok(());
     }
-    Err(Error::BadDType {
+    Err(dtype_mismatch(what, given, data, context))
+}
+
+fn dtype_mismatch(what: &'static str, given: DType, data: DType, context: &str) -> Error {
+    Error::BadDType {
         what,
         dtype: given,
         context: context.replace("{}", data.name()),
         accepted: vec![data],
-    })
+    }
+}
+
+/// A caller's output buffer must have exactly the op's output shape.
+pub(crate) fn check_output_shape(op: &str, given: &[usize], expected: &[usize]) -> Result<()> {
+    if given == expected {
+        return Ok(());
+    }
+    Err(Error::shape(format!(
+        "the output buffer has shape {given:?}, but {op} produces shape {expected:?}"
+    )))
+}
+
+/// The typed elements of a caller's output buffer (dynamic form), which must
+/// have the data's dtype `T` and the op's output shape.
+pub(crate) fn typed_output<'o, T: Element>(
+    op: &str,
+    out: &'o mut crate::Tensor,
+    expected_shape: &[usize],
+) -> Result<&'o mut [T]> {
+    let given = out.dtype();
+    let typed = T::from_tensor_mut(out)
+        .ok_or_else(|| dtype_mismatch("output", given, T::DTYPE, &format!("{op} on {{}} data")))?;
+    check_output_shape(op, typed.shape(), expected_shape)?;
+    Ok(typed.data_mut())
 }

@@ -30,12 +30,26 @@ pub(crate) fn for_each_chunk<W: Send>(
     chunk_len: usize,
     f: impl Fn(usize, &mut [W]) + Sync + Send,
 ) {
+    let Ok(()) = try_for_each_chunk(out, chunk_len, |task, chunk| {
+        f(task, chunk);
+        Ok::<(), std::convert::Infallible>(())
+    });
+}
+
+/// [`for_each_chunk`] for a fallible `f`: stops early and returns one of
+/// the errors (which one is up to the scheduler; callers that report the
+/// first bad input in order resolve that themselves).
+pub(crate) fn try_for_each_chunk<W: Send, E: Send>(
+    out: &mut [W],
+    chunk_len: usize,
+    f: impl Fn(usize, &mut [W]) -> Result<(), E> + Sync + Send,
+) -> Result<(), E> {
     let chunk_len = chunk_len.max(1);
     if out.len() <= chunk_len {
-        f(0, out);
+        f(0, out)
     } else {
         out.par_chunks_mut(chunk_len)
             .enumerate()
-            .for_each(|(task, chunk)| f(task, chunk));
+            .try_for_each(|(task, chunk)| f(task, chunk))
     }
 }

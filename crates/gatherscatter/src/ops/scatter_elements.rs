@@ -6,11 +6,13 @@
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
+use crate::index::{first_bad_index, with_index_view, AxisRule, IndexElement};
 use crate::ops::gather_elements::check_indices_shape;
+use crate::ops::scatter_rows::{scatter, Geometry};
+use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
-use crate::reduction::{self, AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
-use crate::shape::{normalize_axis, require_rank_at_least_1, strides, RowBases};
+use crate::reduction::{self, AddOp, MaxOp, MinOp, MulOp, Overwrite, Reduction};
+use crate::shape::{normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 
@@ -140,7 +142,6 @@ impl Scatter {
 }
 
 struct ScatterPlan {
-    axis: usize,
     rule: AxisRule,
 }
 
@@ -186,11 +187,80 @@ impl ScatterElements {
             indices.dtype(),
             updates.shape(),
         )?;
-        let resolved = resolve_tensor_along_axis(indices, plan.rule, "ScatterElements")?;
-        with_view!(data, t => {
-            let updates = updates.typed()?;
-            self.execute(t, indices.shape(), &resolved, updates, plan.axis).map(Tensor::from)
+        with_index_view!(indices, "ScatterElements", idx => {
+            with_view!(data, t => {
+                let updates = updates.typed()?;
+                let mut out = alloc_output(t.len())?;
+                self.fill(t, idx, updates, &plan, &mut out)?;
+                Ok(TypedTensor::from_parts_unchecked(t.shape().to_vec(), out).into())
+            })
         })
+    }
+
+    /// Like [`ScatterElements::run`], but writes the result into `out`, a
+    /// caller's buffer of the data's dtype and shape (`data` is copied into
+    /// it, then updated). Indices are checked as they are applied, so on an
+    /// error `out` may be partly written; `data` is never written.
+    ///
+    /// ```
+    /// use gatherscatter::{Reduction, ScatterElements, Tensor};
+    ///
+    /// let data = Tensor::from_vec(vec![1i64, 2, 3]);
+    /// let indices = Tensor::from_vec(vec![2u8, 2]);
+    /// let updates = Tensor::from_vec(vec![10i64, 20]);
+    /// let mut out = Tensor::from_vec(vec![0i64; 3]);
+    /// ScatterElements::new(0)
+    ///     .reduction(Reduction::Add)
+    ///     .run_into(&data, &indices, &updates, &mut out)?;
+    /// assert_eq!(out.data::<i64>().unwrap(), &[1, 2, 33]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_into<'d, 'i, 'u>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        updates: impl Into<TensorView<'u>>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let (data, indices, updates) = (data.into(), indices.into(), updates.into());
+        super::require_same_dtype(
+            "updates",
+            updates.dtype(),
+            data.dtype(),
+            "ScatterElements on {} data",
+        )?;
+        let plan = self.plan(
+            data.shape(),
+            data.dtype(),
+            indices.shape(),
+            indices.dtype(),
+            updates.shape(),
+        )?;
+        with_index_view!(indices, "ScatterElements", idx => {
+            with_view!(data, t => {
+                let out = typed_output("ScatterElements", out, t.shape())?;
+                self.fill(t, idx, updates.typed()?, &plan, out)
+            })
+        })
+    }
+
+    /// Typed form of [`ScatterElements::run_into`].
+    pub fn run_typed_into<T: Element, I: IndexElement>(
+        &self,
+        data: TypedView<'_, T>,
+        indices: TypedView<'_, I>,
+        updates: TypedView<'_, T>,
+        out: &mut TypedTensor<T>,
+    ) -> Result<()> {
+        let plan = self.plan(
+            data.shape(),
+            T::DTYPE,
+            indices.shape(),
+            I::DTYPE,
+            updates.shape(),
+        )?;
+        check_output_shape("ScatterElements", out.shape(), data.shape())?;
+        self.fill(data, indices, updates, &plan, out.data_mut())
     }
 
     /// Run on typed views; the same checks and kernel as [`ScatterElements::run`].
@@ -220,8 +290,12 @@ impl ScatterElements {
             I::DTYPE,
             updates.shape(),
         )?;
-        let resolved = resolve_along_axis(indices, plan.rule)?;
-        self.execute(data, indices.shape(), &resolved, updates, plan.axis)
+        let mut out = alloc_output(data.len())?;
+        self.fill(data, indices, updates, &plan, &mut out)?;
+        Ok(TypedTensor::from_parts_unchecked(
+            data.shape().to_vec(),
+            out,
+        ))
     }
 
     fn plan(
@@ -249,7 +323,6 @@ impl ScatterElements {
             )));
         }
         Ok(ScatterPlan {
-            axis,
             rule: AxisRule {
                 axis,
                 size: data_shape[axis],
@@ -280,40 +353,36 @@ impl ScatterElements {
         }
     }
 
-    fn execute<T: Element>(
+    /// `out = data` with every update applied; `out` has data's length.
+    fn fill<T: Element, I: IndexElement>(
         &self,
         data: TypedView<'_, T>,
-        indices_shape: &[usize],
-        resolved: &[usize],
+        indices: TypedView<'_, I>,
         updates: TypedView<'_, T>,
-        axis: usize,
-    ) -> Result<TypedTensor<T>> {
-        let mut out = super::copy_of(data.data())?;
-        if !resolved.is_empty() {
-            let geometry = Geometry {
-                data_shape: data.shape(),
-                indices_shape,
-                axis,
-            };
-            let updates = updates.data();
-            match self.reduction {
-                // Plain overwrite moves words: f32/i32/u32 share one loop.
-                Reduction::None => scatter_rows::<T::Word, Overwrite>(
-                    T::as_words_mut(&mut out),
-                    &geometry,
-                    resolved,
-                    T::as_words(updates),
-                ),
-                Reduction::Add => scatter_rows::<T, AddOp>(&mut out, &geometry, resolved, updates),
-                Reduction::Mul => scatter_rows::<T, MulOp>(&mut out, &geometry, resolved, updates),
-                Reduction::Max => scatter_rows::<T, MaxOp>(&mut out, &geometry, resolved, updates),
-                Reduction::Min => scatter_rows::<T, MinOp>(&mut out, &geometry, resolved, updates),
-            }
+        plan: &ScatterPlan,
+        out: &mut [T],
+    ) -> Result<()> {
+        let g = Geometry {
+            data_shape: data.shape(),
+            indices_shape: indices.shape(),
+            rule: &plan.rule,
+        };
+        let (idx, upd) = (indices.data(), updates.data());
+        match self.reduction {
+            // Plain overwrite moves words: f32/i32/u32 share one loop.
+            Reduction::None => scatter::<T::Word, I, Overwrite>(
+                T::as_words(data.data()),
+                T::as_words_mut(out),
+                &g,
+                idx,
+                T::as_words(upd),
+            ),
+            Reduction::Add => scatter::<T, I, AddOp>(data.data(), out, &g, idx, upd),
+            Reduction::Mul => scatter::<T, I, MulOp>(data.data(), out, &g, idx, upd),
+            Reduction::Max => scatter::<T, I, MaxOp>(data.data(), out, &g, idx, upd),
+            Reduction::Min => scatter::<T, I, MinOp>(data.data(), out, &g, idx, upd),
         }
-        Ok(TypedTensor::from_parts_unchecked(
-            data.shape().to_vec(),
-            out,
-        ))
+        .map_err(|found| first_bad_index(indices, plan.rule, found))
     }
 }
 
@@ -339,46 +408,4 @@ pub fn scatter_elements<'d, 'i, 'u>(
     ScatterElements::new(axis)
         .reduction(reduction)
         .run(data, indices, updates)
-}
-
-struct Geometry<'a> {
-    data_shape: &'a [usize],
-    indices_shape: &'a [usize],
-    axis: usize,
-}
-
-/// Applies updates in row-major order of `indices`, which is what makes
-/// duplicates deterministic (SPEC §2.6–2.7). Requires non-empty indices,
-/// resolved into `[0, data_shape[axis])`, with a checked shape.
-///
-/// Two updates can only meet at a target if they share every coordinate off
-/// the axis; so a split of the off-axis coordinates across workers, each
-/// walking its share in this same ascending order, gives the same result for
-/// any number of threads.
-fn scatter_rows<W, C: Combine<W>>(
-    out: &mut [W],
-    g: &Geometry<'_>,
-    resolved: &[usize],
-    updates: &[W],
-) {
-    let rank = g.indices_shape.len();
-    let row_len = g.indices_shape[rank - 1];
-    let rows = RowBases::new(g.indices_shape, g.data_shape, g.axis);
-    let chunks = resolved
-        .chunks_exact(row_len)
-        .zip(updates.chunks_exact(row_len));
-    if g.axis == rank - 1 {
-        for (base, (idx, upd)) in rows.zip(chunks) {
-            for (&i, u) in idx.iter().zip(upd) {
-                C::combine(&mut out[base + i], u);
-            }
-        }
-    } else {
-        let axis_stride = strides(g.data_shape)[g.axis];
-        for (base, (idx, upd)) in rows.zip(chunks) {
-            for (j, (&i, u)) in idx.iter().zip(upd).enumerate() {
-                C::combine(&mut out[base + i * axis_stride + j], u);
-            }
-        }
-    }
 }
