@@ -1,0 +1,264 @@
+//! `gsx-bench`: times one benchmark workload of `../shared/bench/peers.py`,
+//! following its external-program protocol, so gatherscatter is measured in
+//! the same run as numpy, onnxruntime and PyTorch.
+//!
+//! ```text
+//! gsx-bench --workload-dir DIR --threads T --warmup W --reps R --min-sample-s S --out OUT.npy [--into]
+//! ```
+//!
+//! It reads `DIR/manifest.json` and the `.npy` inputs into memory, writes the
+//! output of one untimed call to `OUT.npy`, runs `W` warm-up calls, then
+//! prints `{"times_s": [...], "inner": k, "version": "..."}` as its last
+//! line: one per-call time per sample, a sample batching `k` calls when one
+//! call is shorter than `S` seconds. Each call returns a fresh output unless
+//! `--into` is given, which writes every call into one caller-owned buffer
+//! (like onnxruntime's IOBinding or torch's `out=`). Exit code 3: the
+//! workload is not one this program knows.
+//!
+//! Unless `--small-pages` is given, the program re-executes itself with
+//! `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, so glibc asks for transparent
+//! huge pages on large blocks (as numpy does for its arrays). A fresh 64 MiB
+//! output then costs 32 page faults instead of 16,384. Any program embedding
+//! the library can set the same variable.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Parser;
+use gatherscatter::{Gather, GatherElements, Reduction, ScatterElements, Tensor};
+use gsx::error::CliError;
+use gsx::files;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gsx-bench",
+    version,
+    about = "Time one peers.py workload (external-program protocol)"
+)]
+struct Args {
+    /// Folder with manifest.json and the inputs as .npy.
+    #[arg(long)]
+    workload_dir: PathBuf,
+    /// Threads of the rayon pool the op runs on.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Untimed calls after the first (checked) one.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Timed samples.
+    #[arg(long, default_value_t = 7)]
+    reps: usize,
+    /// A sample batches calls until it lasts at least this long.
+    #[arg(long, default_value_t = 0.02)]
+    min_sample_s: f64,
+    /// Where the output of the first call is written (.npy).
+    #[arg(long)]
+    out: PathBuf,
+    /// Write every call into one preallocated output instead of a fresh one.
+    #[arg(long)]
+    into: bool,
+    /// Keep glibc's default 4 KiB pages for large blocks.
+    #[arg(long)]
+    small_pages: bool,
+}
+
+const HUGE_PAGES_TUNABLE: &str = "glibc.malloc.hugetlb=1";
+
+/// Re-run this program with glibc's huge-page tunable set, which glibc reads
+/// only at start-up. Returns only if that is not needed or not possible.
+fn reexec_with_huge_pages(args: &Args) {
+    let set = std::env::var("GLIBC_TUNABLES").is_ok_and(|v| v.contains(HUGE_PAGES_TUNABLE));
+    if args.small_pages || set || !cfg!(all(target_os = "linux", target_env = "gnu")) {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let tunables = match std::env::var("GLIBC_TUNABLES") {
+            Ok(v) if !v.is_empty() => format!("{v}:{HUGE_PAGES_TUNABLE}"),
+            _ => HUGE_PAGES_TUNABLE.to_string(),
+        };
+        if let Ok(exe) = std::env::current_exe() {
+            let error = std::process::Command::new(exe)
+                .args(std::env::args_os().skip(1))
+                .env("GLIBC_TUNABLES", tunables)
+                .exec();
+            eprintln!("note: running without huge pages ({error})");
+        }
+    }
+}
+
+/// The workload's operator with its attributes.
+enum Workload {
+    Gather(Gather),
+    GatherElements(GatherElements),
+    ScatterElements(ScatterElements),
+}
+
+struct Inputs {
+    data: Tensor,
+    indices: Tensor,
+    updates: Option<Tensor>,
+}
+
+impl Workload {
+    fn fresh(&self, x: &Inputs) -> Result<Tensor, CliError> {
+        Ok(match self {
+            Workload::Gather(op) => op.run(&x.data, &x.indices)?,
+            Workload::GatherElements(op) => op.run(&x.data, &x.indices)?,
+            Workload::ScatterElements(op) => op.run(&x.data, &x.indices, updates(x)?)?,
+        })
+    }
+
+    fn into(&self, x: &Inputs, out: &mut Tensor) -> Result<(), CliError> {
+        match self {
+            Workload::Gather(op) => op.run_into(&x.data, &x.indices, out)?,
+            Workload::GatherElements(op) => op.run_into(&x.data, &x.indices, out)?,
+            Workload::ScatterElements(op) => op.run_into(&x.data, &x.indices, updates(x)?, out)?,
+        }
+        Ok(())
+    }
+}
+
+fn updates(x: &Inputs) -> Result<&Tensor, CliError> {
+    x.updates
+        .as_ref()
+        .ok_or_else(|| CliError::usage("the manifest names no updates file".into()))
+}
+
+/// Exit 3: a workload this program does not implement.
+struct Unsupported(String);
+
+fn parse_workload(manifest: &serde_json::Value) -> Result<Workload, Unsupported> {
+    let field = |k: &str| manifest.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    let axis = manifest.get("axis").and_then(|v| v.as_i64()).unwrap_or(0);
+    match (field("op"), field("reduction")) {
+        ("Gather", _) => Ok(Workload::Gather(Gather::new(axis))),
+        ("GatherElements", _) => Ok(Workload::GatherElements(GatherElements::new(axis))),
+        ("ScatterElements", reduction) => {
+            let reduction = match reduction {
+                "none" | "" => Reduction::None,
+                "add" => Reduction::Add,
+                "mul" => Reduction::Mul,
+                "max" => Reduction::Max,
+                "min" => Reduction::Min,
+                other => return Err(Unsupported(format!("reduction {other:?}"))),
+            };
+            Ok(Workload::ScatterElements(
+                ScatterElements::new(axis).reduction(reduction),
+            ))
+        }
+        (op, _) => Err(Unsupported(format!("op {op:?}"))),
+    }
+}
+
+/// An input named in the manifest, read into memory (never mapped: the
+/// peers time ops on arrays in memory too).
+fn load_input(
+    dir: &Path,
+    manifest: &serde_json::Value,
+    key: &str,
+) -> Result<Option<Tensor>, CliError> {
+    let Some(name) = manifest["files"].get(key).and_then(|v| v.as_str()) else {
+        return Ok(None);
+    };
+    let loaded = files::load(&dir.join(name))?;
+    Ok(Some(loaded.view()?.to_owned()))
+}
+
+fn run(args: &Args) -> Result<Result<String, Unsupported>, CliError> {
+    let manifest_path = args.workload_dir.join("manifest.json");
+    let text =
+        std::fs::read_to_string(&manifest_path).map_err(|e| CliError::io(&manifest_path, e))?;
+    let manifest: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| CliError::bad_file(&manifest_path, e.to_string()))?;
+    let workload = match parse_workload(&manifest) {
+        Ok(w) => w,
+        Err(unsupported) => return Ok(Err(unsupported)),
+    };
+    let missing =
+        |k: &str| CliError::bad_file(&manifest_path, format!("the manifest names no {k} file"));
+    let inputs = Inputs {
+        data: load_input(&args.workload_dir, &manifest, "data")?.ok_or_else(|| missing("data"))?,
+        indices: load_input(&args.workload_dir, &manifest, "indices")?
+            .ok_or_else(|| missing("indices"))?,
+        updates: load_input(&args.workload_dir, &manifest, "updates")?,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.max(1))
+        .build()
+        .map_err(|e| CliError::internal(format!("cannot start {} threads: {e}", args.threads)))?;
+    // The whole loop runs on a pool thread, so a call too small to split
+    // never crosses threads, as when a runtime calls the op from its own pool.
+    pool.install(|| time_calls(args, &workload, &inputs))
+        .map(Ok)
+}
+
+fn time_calls(args: &Args, workload: &Workload, inputs: &Inputs) -> Result<String, CliError> {
+    let mut buffer = workload.fresh(inputs)?;
+    files::save(&args.out, &buffer, "output", &[])?;
+    let mut call = || -> Result<Option<Tensor>, CliError> {
+        if args.into {
+            workload.into(inputs, &mut buffer)?;
+            Ok(None)
+        } else {
+            workload.fresh(inputs).map(Some)
+        }
+    };
+    let mut single = 0.0;
+    for _ in 0..args.warmup.max(1) {
+        let start = Instant::now();
+        let out = call()?;
+        single = start.elapsed().as_secs_f64();
+        drop(out);
+    }
+    let inner = if single >= args.min_sample_s {
+        1
+    } else {
+        (args.min_sample_s / single.max(1e-9)).ceil() as usize
+    };
+    let mut times = Vec::with_capacity(args.reps);
+    for _ in 0..args.reps {
+        let start = Instant::now();
+        let mut last = None;
+        for _ in 0..inner {
+            // As in the protocol's reference: the previous output is freed
+            // inside the sample, the last one after the clock stops.
+            last = call()?;
+        }
+        times.push(start.elapsed().as_secs_f64() / inner as f64);
+        drop(last);
+    }
+    let list: Vec<String> = times.iter().map(|t| format!("{t:e}")).collect();
+    let mode = match (args.into, args.small_pages) {
+        (true, false) => "into",
+        (false, false) => "fresh",
+        (true, true) => "into, small pages",
+        (false, true) => "fresh, small pages",
+    };
+    Ok(format!(
+        "{{\"times_s\": [{}], \"inner\": {inner}, \"version\": \"gatherscatter {} ({mode})\"}}",
+        list.join(", "),
+        env!("CARGO_PKG_VERSION")
+    ))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    reexec_with_huge_pages(&args);
+    match run(&args) {
+        Ok(Ok(line)) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Ok(Err(Unsupported(what))) => {
+            eprintln!("unsupported: {what}");
+            ExitCode::from(3)
+        }
+        Err(e) => {
+            eprintln!("error[{}]: {}", e.kind, e.message);
+            ExitCode::from(e.exit_code)
+        }
+    }
+}
