@@ -22,6 +22,10 @@ pub trait IndexElement: Copy + fmt::Debug + Send + Sync + 'static + sealed::Seal
     const DTYPE: DType;
     /// The value, exactly (an unsigned value above `i64::MAX` stays positive).
     fn to_i128(self) -> i128;
+
+    /// The slice itself when `Self` is `i64`, so kernels need no copy.
+    #[doc(hidden)]
+    fn as_i64_slice(values: &[Self]) -> Option<&[i64]>;
 }
 
 macro_rules! index_element {
@@ -33,10 +37,42 @@ macro_rules! index_element {
             fn to_i128(self) -> i128 {
                 self as i128
             }
+            fn as_i64_slice(values: &[Self]) -> Option<&[i64]> {
+                if Self::DTYPE == DType::I64 {
+                    bytemuck::try_cast_slice(values).ok()
+                } else {
+                    None
+                }
+            }
         }
     )*};
 }
 index_element!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64);
+
+/// Indices as `i64`, the one index type the large fused kernels are compiled
+/// for (compiling them per index type multiplied build time eightfold).
+/// `i64` data is borrowed; other types are copied once. A `u64` above
+/// `i64::MAX` becomes `i64::MAX`, out of range for every axis, so it still
+/// fails; errors are then reported from the original values.
+pub(crate) fn canonical_indices<I: IndexElement>(
+    values: &[I],
+) -> Result<std::borrow::Cow<'_, [i64]>> {
+    if let Some(same) = I::as_i64_slice(values) {
+        return Ok(std::borrow::Cow::Borrowed(same));
+    }
+    let mut wide = Vec::new();
+    wide.try_reserve_exact(values.len())
+        .map_err(|_| Error::Allocation {
+            elements: values.len(),
+            dtype: DType::I64,
+        })?;
+    wide.extend(
+        values
+            .iter()
+            .map(|v| i64::try_from(v.to_i128()).unwrap_or(i64::MAX)),
+    );
+    Ok(std::borrow::Cow::Owned(wide))
+}
 
 /// How index values along one data axis are checked and resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -555,3 +555,16 @@ proptest! {
         for_dtype!(case.dtype, check_case(&case))?;
     }
 }
+
+/// Regression (found by the property test): an empty output along an empty
+/// axis still checks its indices, which can only be out of range.
+#[test]
+fn indices_into_an_empty_axis_are_out_of_range() {
+    let data = Tensor::new(vec![0, 3], Vec::<f32>::new()).unwrap();
+    let indices = Tensor::new(vec![1, 3], vec![0i64, 0, 0]).unwrap();
+    let updates = Tensor::new(vec![1, 3], vec![1.0f32; 3]).unwrap();
+    let err = ScatterElements::new(0)
+        .run(&data, &indices, &updates)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+}

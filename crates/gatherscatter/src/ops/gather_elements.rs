@@ -5,7 +5,7 @@
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{first_bad_index, with_index_view, AxisRule, IndexElement};
+use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
 use crate::ops::parallel;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
@@ -377,7 +377,7 @@ fn fill<T: Element, I: IndexElement>(
         T::as_words(data.data()),
         data.shape(),
         indices.shape(),
-        indices.data(),
+        &canonical_indices(indices.data())?,
         &plan.rule,
         T::as_words_mut(out),
     )
@@ -388,11 +388,11 @@ fn fill<T: Element, I: IndexElement>(
 /// [`check_indices_shape`]. Rows of the output (its last dim) are
 /// independent: contiguous ranges of rows go to separate tasks. Returns the
 /// flat position of a bad index if a task meets one.
-fn gather_rows<W: Clone + Send + Sync, I: IndexElement>(
+fn gather_rows<W: Clone + Send + Sync>(
     data: &[W],
     data_shape: &[usize],
     indices_shape: &[usize],
-    indices: &[I],
+    indices: &[i64],
     rule: &AxisRule,
     out: &mut [W],
 ) -> std::result::Result<(), usize> {
@@ -433,12 +433,12 @@ struct RowGeometry {
 
 /// Fill whole rows `dst` from their data bases and indices; `Err(k)` when
 /// the k-th index of this range is out of range.
-fn gather_row_range<W: Clone, I: IndexElement>(
+fn gather_row_range<W: Clone>(
     data: &[W],
     geometry: &RowGeometry,
     rule: &AxisRule,
     bases: RowBases,
-    indices: &[I],
+    indices: &[i64],
     out: &mut [W],
 ) -> std::result::Result<(), usize> {
     let RowGeometry {
@@ -455,7 +455,7 @@ fn gather_row_range<W: Clone, I: IndexElement>(
         for (r, (base, (dst, idx))) in bases.zip(rows).enumerate() {
             let row = &data[base..base + rule.size];
             for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
-                let i = rule.resolve(v.to_i128()).ok_or(r * row_len + j)?;
+                let i = rule.resolve(i128::from(v)).ok_or(r * row_len + j)?;
                 *d = row[i].clone();
             }
         }
@@ -473,7 +473,7 @@ fn gather_row_range<W: Clone, I: IndexElement>(
             let idx = &indices[at + t0..at + t1];
             let column = &data[base + t0..];
             for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
-                let i = rule.resolve(v.to_i128()).ok_or(at + t0 + j)?;
+                let i = rule.resolve(i128::from(v)).ok_or(at + t0 + j)?;
                 *d = column[i * axis_stride + j].clone();
             }
         }

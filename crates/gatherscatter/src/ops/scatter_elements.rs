@@ -6,7 +6,7 @@
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{first_bad_index, with_index_view, AxisRule, IndexElement};
+use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
 use crate::ops::gather_elements::check_indices_shape;
 use crate::ops::scatter_rows::{scatter, Geometry};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
@@ -174,19 +174,7 @@ impl ScatterElements {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<Tensor> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        super::require_same_dtype(
-            "updates",
-            updates.dtype(),
-            data.dtype(),
-            "ScatterElements on {} data",
-        )?;
-        let plan = self.plan(
-            data.shape(),
-            data.dtype(),
-            indices.shape(),
-            indices.dtype(),
-            updates.shape(),
-        )?;
+        let plan = self.plan_views(&data, &indices, &updates)?;
         with_index_view!(indices, "ScatterElements", idx => {
             with_view!(data, t => {
                 let updates = updates.typed()?;
@@ -223,19 +211,7 @@ impl ScatterElements {
         out: &mut Tensor,
     ) -> Result<()> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        super::require_same_dtype(
-            "updates",
-            updates.dtype(),
-            data.dtype(),
-            "ScatterElements on {} data",
-        )?;
-        let plan = self.plan(
-            data.shape(),
-            data.dtype(),
-            indices.shape(),
-            indices.dtype(),
-            updates.shape(),
-        )?;
+        let plan = self.plan_views(&data, &indices, &updates)?;
         with_index_view!(indices, "ScatterElements", idx => {
             with_view!(data, t => {
                 let out = typed_output("ScatterElements", out, t.shape())?;
@@ -296,6 +272,28 @@ impl ScatterElements {
             data.shape().to_vec(),
             out,
         ))
+    }
+
+    /// The checks shared by the dynamic entry points.
+    fn plan_views(
+        &self,
+        data: &TensorView<'_>,
+        indices: &TensorView<'_>,
+        updates: &TensorView<'_>,
+    ) -> Result<ScatterPlan> {
+        super::require_same_dtype(
+            "updates",
+            updates.dtype(),
+            data.dtype(),
+            "ScatterElements on {} data",
+        )?;
+        self.plan(
+            data.shape(),
+            data.dtype(),
+            indices.shape(),
+            indices.dtype(),
+            updates.shape(),
+        )
     }
 
     fn plan(
@@ -367,20 +365,20 @@ impl ScatterElements {
             indices_shape: indices.shape(),
             rule: &plan.rule,
         };
-        let (idx, upd) = (indices.data(), updates.data());
+        let (idx, upd) = (&canonical_indices(indices.data())?, updates.data());
         match self.reduction {
             // Plain overwrite moves words: f32/i32/u32 share one loop.
-            Reduction::None => scatter::<T::Word, I, Overwrite>(
+            Reduction::None => scatter::<T::Word, Overwrite>(
                 T::as_words(data.data()),
                 T::as_words_mut(out),
                 &g,
                 idx,
                 T::as_words(upd),
             ),
-            Reduction::Add => scatter::<T, I, AddOp>(data.data(), out, &g, idx, upd),
-            Reduction::Mul => scatter::<T, I, MulOp>(data.data(), out, &g, idx, upd),
-            Reduction::Max => scatter::<T, I, MaxOp>(data.data(), out, &g, idx, upd),
-            Reduction::Min => scatter::<T, I, MinOp>(data.data(), out, &g, idx, upd),
+            Reduction::Add => scatter::<T, AddOp>(data.data(), out, &g, idx, upd),
+            Reduction::Mul => scatter::<T, MulOp>(data.data(), out, &g, idx, upd),
+            Reduction::Max => scatter::<T, MaxOp>(data.data(), out, &g, idx, upd),
+            Reduction::Min => scatter::<T, MinOp>(data.data(), out, &g, idx, upd),
         }
         .map_err(|found| first_bad_index(indices, plan.rule, found))
     }

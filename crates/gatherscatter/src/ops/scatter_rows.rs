@@ -9,7 +9,7 @@
 
 use rayon::prelude::*;
 
-use crate::index::{AxisRule, IndexElement};
+use crate::index::AxisRule;
 use crate::ops::parallel;
 use crate::reduction::Combine;
 use crate::shape::{strides, unravel, RowBases};
@@ -26,11 +26,11 @@ const MIN_COLUMNS_PER_TASK: usize = 64;
 
 /// `out = data`, then every update combined into its target. `Err(p)`: the
 /// index at flat position `p` is out of range (out is then partly written).
-pub(crate) fn scatter<W: Clone + Send + Sync, I: IndexElement, C: Combine<W>>(
+pub(crate) fn scatter<W: Clone + Send + Sync, C: Combine<W>>(
     data: &[W],
     out: &mut [W],
     g: &Geometry<'_>,
-    indices: &[I],
+    indices: &[i64],
     updates: &[W],
 ) -> Result<(), usize> {
     let rank = g.data_shape.len();
@@ -38,8 +38,9 @@ pub(crate) fn scatter<W: Clone + Send + Sync, I: IndexElement, C: Combine<W>>(
     let slab = g.data_shape[axis..].iter().product::<usize>();
     let slabs = out.len().checked_div(slab).unwrap_or(0);
     let last = g.data_shape[rank - 1];
-    let tasks = parallel::tasks(std::mem::size_of_val(out), out.len());
-    if indices.is_empty() || out.is_empty() {
+    // An empty output with indices still checks them (an empty axis takes none).
+    let tasks = parallel::tasks(std::mem::size_of_val(out), out.len().max(1));
+    if indices.is_empty() {
         out.clone_from_slice(data);
         return Ok(());
     }
@@ -51,16 +52,16 @@ pub(crate) fn scatter<W: Clone + Send + Sync, I: IndexElement, C: Combine<W>>(
             let offset = first_slab * slab;
             dst.clone_from_slice(&data[offset..offset + dst.len()]);
             let rows = RowRange::for_slabs(g, first_slab, first_slab + dst.len() / slab);
-            apply_rows::<W, I, C>(dst, offset, g, rows, indices, updates)
+            apply_rows::<W, C>(dst, offset, g, rows, indices, updates)
         });
     }
     if axis < rank - 1 && last >= MIN_COLUMNS_PER_TASK * tasks && slabs < tasks.max(2) {
         // Few slabs but long rows: each task owns a range of the last dim in
         // every output row (W7-like fan-in along an outer axis).
-        return scatter_by_columns::<W, I, C>(data, out, g, indices, updates, tasks);
+        return scatter_by_columns::<W, C>(data, out, g, indices, updates, tasks);
     }
     out.clone_from_slice(data);
-    apply_rows::<W, I, C>(out, 0, g, RowRange::all(g), indices, updates)
+    apply_rows::<W, C>(out, 0, g, RowRange::all(g), indices, updates)
 }
 
 /// Columns per pass of the column-split loop: updates along an outer axis
@@ -125,12 +126,12 @@ impl RowRange {
 
 /// Apply index rows `rows` to `out`, which holds the output from element
 /// `offset` on.
-fn apply_rows<W: Clone, I: IndexElement, C: Combine<W>>(
+fn apply_rows<W: Clone, C: Combine<W>>(
     out: &mut [W],
     offset: usize,
     g: &Geometry<'_>,
     rows: RowRange,
-    indices: &[I],
+    indices: &[i64],
     updates: &[W],
 ) -> Result<(), usize> {
     let rank = g.indices_shape.len();
@@ -145,12 +146,12 @@ fn apply_rows<W: Clone, I: IndexElement, C: Combine<W>>(
         let target = &mut out[base - offset..];
         if axis == rank - 1 {
             for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                let i = g.rule.resolve(v.to_i128()).ok_or(start + j)?;
+                let i = g.rule.resolve(i128::from(v)).ok_or(start + j)?;
                 C::combine(&mut target[i], u);
             }
         } else {
             for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                let i = g.rule.resolve(v.to_i128()).ok_or(start + j)?;
+                let i = g.rule.resolve(i128::from(v)).ok_or(start + j)?;
                 C::combine(&mut target[i * axis_stride + j], u);
             }
         }
@@ -161,11 +162,11 @@ fn apply_rows<W: Clone, I: IndexElement, C: Combine<W>>(
 /// Each task owns columns `[c0, c1)` of every output row (rows of the last
 /// dim), copies its pieces of `data`, then applies every index row's share
 /// of those columns, in order.
-fn scatter_by_columns<W: Clone + Send + Sync, I: IndexElement, C: Combine<W>>(
+fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
     data: &[W],
     out: &mut [W],
     g: &Geometry<'_>,
-    indices: &[I],
+    indices: &[i64],
     updates: &[W],
     tasks: usize,
 ) -> Result<(), usize> {
@@ -208,7 +209,7 @@ fn scatter_by_columns<W: Clone + Send + Sync, I: IndexElement, C: Combine<W>>(
                     let upd = &updates[start + j0..start + j1];
                     let base_row = base / last;
                     for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                        let i = g.rule.resolve(v.to_i128()).ok_or(start + j0 + j)?;
+                        let i = g.rule.resolve(i128::from(v)).ok_or(start + j0 + j)?;
                         C::combine(&mut owned[base_row + i * axis_rows][j0 + j - cuts[t]], u);
                     }
                 }
