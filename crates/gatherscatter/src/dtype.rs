@@ -173,6 +173,14 @@ pub trait Element:
     #[doc(hidden)]
     fn as_words_mut(elements: &mut [Self]) -> &mut [Self::Word];
 
+    /// The elements' bytes, for plain types (`None` for `bool` and `String`).
+    #[doc(hidden)]
+    fn as_bytes(elements: &[Self]) -> Option<&[u8]>;
+
+    /// Mutable version of [`Element::as_bytes`].
+    #[doc(hidden)]
+    fn as_bytes_mut(elements: &mut [Self]) -> Option<&mut [u8]>;
+
     /// A value that preallocated outputs are filled with before the kernel
     /// writes them (zero, false, the empty string).
     fn zero() -> Self;
@@ -205,10 +213,10 @@ pub trait Element:
 
 macro_rules! element {
     ($ty:ty, $variant:ident, $word:ty, $zero:expr, words: pod) => {
-        element!(@impl $ty, $variant, $word, $zero, s => bytemuck::cast_slice(s), bytemuck::cast_slice_mut(s), zeroed: calloc);
+        element!(@impl $ty, $variant, $word, $zero, s => bytemuck::cast_slice(s), bytemuck::cast_slice_mut(s), Some(bytemuck::cast_slice(s)), Some(bytemuck::cast_slice_mut(s)), zeroed: calloc);
     };
     ($ty:ty, $variant:ident, $zero:expr, words: self, zeroed: $zeroed:ident) => {
-        element!(@impl $ty, $variant, $ty, $zero, s => s, s, zeroed: $zeroed);
+        element!(@impl $ty, $variant, $ty, $zero, s => s, s, { let _ = s; None }, { let _ = s; None }, zeroed: $zeroed);
     };
     (@zeroed calloc, $ty:ty, $len:ident) => {
         bytemuck::allocation::try_zeroed_slice_box::<$ty>($len).ok().map(Vec::from)
@@ -219,7 +227,7 @@ macro_rules! element {
         v.resize($len, <$ty as Element>::zero());
         Some(v)
     }};
-    (@impl $ty:ty, $variant:ident, $word:ty, $zero:expr, $s:ident => $words:expr, $words_mut:expr, zeroed: $zeroed:ident) => {
+    (@impl $ty:ty, $variant:ident, $word:ty, $zero:expr, $s:ident => $words:expr, $words_mut:expr, $bytes:expr, $bytes_mut:expr, zeroed: $zeroed:ident) => {
         impl sealed::Sealed for $ty {}
         impl Element for $ty {
             const DTYPE: DType = DType::$variant;
@@ -231,6 +239,14 @@ macro_rules! element {
             #[inline]
             fn as_words_mut($s: &mut [Self]) -> &mut [$word] {
                 $words_mut
+            }
+            #[inline]
+            fn as_bytes($s: &[Self]) -> Option<&[u8]> {
+                $bytes
+            }
+            #[inline]
+            fn as_bytes_mut($s: &mut [Self]) -> Option<&mut [u8]> {
+                $bytes_mut
             }
             #[inline]
             fn zero() -> Self {

@@ -86,6 +86,22 @@ pub(crate) struct AxisRule {
 }
 
 impl AxisRule {
+    /// The position along the axis that the canonical index `v` names, or a
+    /// value at least `size` when it names none: one comparison per element
+    /// for the fused kernels instead of [`AxisRule::resolve`]'s wide
+    /// arithmetic.
+    #[inline(always)]
+    pub(crate) fn position(&self, v: i64) -> usize {
+        // Sizes come from allocated slices, so they fit in i64.
+        let wrapped = if v < 0 && self.negative_allowed {
+            v.wrapping_add(self.size as i64)
+        } else {
+            v
+        };
+        // Negative (or, on 32-bit targets, too large) results are out of range.
+        usize::try_from(wrapped).unwrap_or(usize::MAX)
+    }
+
     /// `idx(v)` of SPEC §1, or `None` when `v` is out of range.
     #[inline]
     pub(crate) fn resolve(&self, value: i128) -> Option<usize> {

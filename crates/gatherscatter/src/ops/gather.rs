@@ -11,6 +11,7 @@ use crate::ops::parallel;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
+use crate::stream;
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 
@@ -297,22 +298,55 @@ fn execute<T: Element>(
     resolved: &[usize],
     plan: GatherPlan,
 ) -> Result<TypedTensor<T>> {
-    let mut out = alloc_output::<T>(plan.output_len)?;
-    fill(data, resolved, &plan, &mut out);
+    let out = match (streamed_block_bytes::<T>(&plan), T::as_bytes(data.data())) {
+        (Some(block_bytes), Some(src)) => {
+            stream::new_vec_of_blocks(plan.output_len, src, block_bytes, |first| {
+                source_blocks(resolved, &plan, first)
+            })
+            .ok_or(Error::Allocation {
+                elements: plan.output_len,
+                dtype: T::DTYPE,
+            })?
+        }
+        _ => {
+            let mut out = alloc_output::<T>(plan.output_len)?;
+            fill(data, resolved, &plan, &mut out);
+            out
+        }
+    };
     Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out))
+}
+
+/// The block size in bytes when the output takes the streaming path: rows
+/// of a plain type at least a cache line long, into an output larger than
+/// the cache (see `stream`).
+fn streamed_block_bytes<T: Element>(plan: &GatherPlan) -> Option<usize> {
+    let block_bytes = plan.inner.checked_mul(std::mem::size_of::<T>())?;
+    let out_bytes = plan.output_len.checked_mul(std::mem::size_of::<T>())?;
+    let large =
+        block_bytes >= stream::STREAMING_MIN_BLOCK && out_bytes >= stream::STREAMING_MIN_BYTES;
+    (large && T::as_bytes(&[]).is_some()).then_some(block_bytes)
 }
 
 /// Write the whole output into `out`, of `plan.output_len` elements.
 fn fill<T: Element>(data: TypedView<'_, T>, resolved: &[usize], plan: &GatherPlan, out: &mut [T]) {
-    if plan.output_len > 0 {
-        // Copy-only: the kernel moves same-width words, so f32/i32/u32 share code.
-        copy_blocks(
-            T::as_words(data.data()),
-            resolved,
-            plan,
-            T::as_words_mut(out),
-        );
+    if plan.output_len == 0 {
+        return;
     }
+    if let Some(block_bytes) = streamed_block_bytes::<T>(plan) {
+        if let (Some(src), Some(dst)) = (T::as_bytes(data.data()), T::as_bytes_mut(out)) {
+            return stream::fill_blocks(dst, src, block_bytes, |first| {
+                source_blocks(resolved, plan, first)
+            });
+        }
+    }
+    // Copy-only: the kernel moves same-width words, so f32/i32/u32 share code.
+    copy_blocks(
+        T::as_words(data.data()),
+        resolved,
+        plan,
+        T::as_words_mut(out),
+    );
 }
 
 /// Output `[batch, outer, indices_per_batch, inner]` from data
@@ -362,7 +396,7 @@ fn source_blocks<'a>(
     resolved: &'a [usize],
     plan: &'a GatherPlan,
     first: usize,
-) -> impl Iterator<Item = usize> + 'a {
+) -> impl Iterator<Item = usize> + Clone + 'a {
     let ipb = plan.indices_per_batch;
     let indices_of = move |slab: usize| {
         let batch = slab / plan.outer;

@@ -455,8 +455,7 @@ fn gather_row_range<W: Clone>(
         for (r, (base, (dst, idx))) in bases.zip(rows).enumerate() {
             let row = &data[base..base + rule.size];
             for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
-                let i = rule.resolve(i128::from(v)).ok_or(r * row_len + j)?;
-                *d = row[i].clone();
+                *d = row.get(rule.position(v)).ok_or(r * row_len + j)?.clone();
             }
         }
         return Ok(());
@@ -473,7 +472,10 @@ fn gather_row_range<W: Clone>(
             let idx = &indices[at + t0..at + t1];
             let column = &data[base + t0..];
             for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
-                let i = rule.resolve(i128::from(v)).ok_or(at + t0 + j)?;
+                let i = rule.position(v);
+                if i >= rule.size {
+                    return Err(at + t0 + j);
+                }
                 *d = column[i * axis_stride + j].clone();
             }
         }

@@ -8,15 +8,20 @@
 use rayon::prelude::*;
 
 /// Below this many output bytes a call stays on the calling thread: waking
-/// the pool costs more than the copy (see benches/ops.rs).
+/// the pool costs more than the copy (`scripts/bench_linearity.py --sizes-mib
+/// 0.25,0.5,1,...` shows whether two threads already pay at this size).
 pub(crate) const PARALLEL_MIN_BYTES: usize = 1 << 18;
 
 /// How many tasks to split `units` independent pieces of work, writing
 /// `out_bytes` in total, into: 1 for small outputs or a one-thread pool,
 /// else a few per thread so uneven ranges balance.
 pub(crate) fn tasks(out_bytes: usize, units: usize) -> usize {
+    // Small calls never ask rayon anything: that would start the global pool.
+    if out_bytes < PARALLEL_MIN_BYTES {
+        return 1;
+    }
     let threads = rayon::current_num_threads();
-    if out_bytes < PARALLEL_MIN_BYTES || threads <= 1 {
+    if threads <= 1 {
         1
     } else {
         (threads * 4).min(units).max(1)

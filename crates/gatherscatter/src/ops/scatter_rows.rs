@@ -146,12 +146,15 @@ fn apply_rows<W: Clone, C: Combine<W>>(
         let target = &mut out[base - offset..];
         if axis == rank - 1 {
             for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                let i = g.rule.resolve(i128::from(v)).ok_or(start + j)?;
-                C::combine(&mut target[i], u);
+                let cell = target[..g.rule.size].get_mut(g.rule.position(v));
+                C::combine(cell.ok_or(start + j)?, u);
             }
         } else {
             for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                let i = g.rule.resolve(i128::from(v)).ok_or(start + j)?;
+                let i = g.rule.position(v);
+                if i >= g.rule.size {
+                    return Err(start + j);
+                }
                 C::combine(&mut target[i * axis_stride + j], u);
             }
         }
@@ -209,7 +212,10 @@ fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
                     let upd = &updates[start + j0..start + j1];
                     let base_row = base / last;
                     for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                        let i = g.rule.resolve(i128::from(v)).ok_or(start + j0 + j)?;
+                        let i = g.rule.position(v);
+                        if i >= g.rule.size {
+                            return Err(start + j0 + j);
+                        }
                         C::combine(&mut owned[base_row + i * axis_rows][j0 + j - cuts[t]], u);
                     }
                 }

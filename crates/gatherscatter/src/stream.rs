@@ -1,0 +1,293 @@
+//! Copies for outputs too large to stay in cache: the library's only
+//! `unsafe` code, x86-64 intrinsics behind safe slice functions.
+//!
+//! A row gather whose output does not fit in cache is bound by memory
+//! traffic and latency. Two things pay (measured with `gsx-bench` on the
+//! peers' W1/W8/W10 workloads, see the README's Performance section):
+//! - Non-temporal stores write whole cache lines without first reading them
+//!   (an ordinary store reads the line it writes), so the output costs one
+//!   pass over memory instead of two.
+//! - Prefetching the rows a few blocks ahead keeps several random rows in
+//!   flight instead of waiting for each one when its copy starts.
+//!
+//! On other targets (and under Miri for the prefetch hint) the functions fall
+//! back to plain copies, so callers never need a `cfg`.
+#![allow(unsafe_code)]
+
+use std::mem::MaybeUninit;
+
+use crate::dtype::Element;
+use crate::ops::parallel;
+
+/// Outputs at least this large take the streaming path: below it the output
+/// probably stays in cache, where the caller reads it next, and streaming
+/// stores would push it out to memory.
+pub(crate) const STREAMING_MIN_BYTES: usize = 8 << 20;
+
+/// Blocks shorter than a cache line gain nothing from streaming stores,
+/// which write whole lines.
+pub(crate) const STREAMING_MIN_BLOCK: usize = 64;
+
+/// How far ahead of the copy source blocks are prefetched: about 8 KiB,
+/// enough to cover memory latency at this copy rate (measured on W1, W8).
+const PREFETCH_BYTES_AHEAD: usize = 8 << 10;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u8 {}
+    impl Sealed for std::mem::MaybeUninit<u8> {}
+}
+
+/// A byte of an output buffer: already initialised (`u8`, a caller's
+/// buffer) or not yet (`MaybeUninit<u8>`, a fresh one). Both have the size
+/// and alignment of `u8`, and this module writes only initialised bytes.
+pub(crate) trait OutByte: sealed::Sealed + Send {}
+impl OutByte for u8 {}
+impl OutByte for MaybeUninit<u8> {}
+
+/// A new vector of `len` plain elements (every bit pattern valid) whose
+/// bytes are the blocks of `block_len` bytes of `src` that `source(first)`
+/// lists from output block `first` on; see [`fill_blocks`]. `None` when
+/// `T` is not plain or the memory cannot be allocated.
+///
+/// The memory is not zeroed first: the copy writes every byte once, so a
+/// reused allocation costs no extra pass.
+pub(crate) fn new_vec_of_blocks<T: Element, I: Iterator<Item = usize> + Clone>(
+    len: usize,
+    src: &[u8],
+    block_len: usize,
+    source: impl Fn(usize) -> I + Sync,
+) -> Option<Vec<T>> {
+    T::as_bytes(&[])?;
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(len).ok()?;
+    let spare = &mut out.spare_capacity_mut()[..len];
+    let bytes = std::mem::size_of_val(spare);
+    // SAFETY: the `len` spare elements are `bytes` bytes of allocated memory
+    // that nothing else references while `spare` is borrowed; every byte
+    // may be viewed as `MaybeUninit<u8>` (alignment 1, no validity rule).
+    let spare_bytes: &mut [MaybeUninit<u8>] =
+        unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), bytes) };
+    fill_blocks(spare_bytes, src, block_len, source);
+    // SAFETY: `fill_blocks` wrote every byte of the first `len` elements
+    // (each block slot is copied or zeroed, the trailing bytes zeroed), the
+    // stores are fenced, and `T` is plain (`as_bytes` is `Some` exactly for
+    // types where every bit pattern is a valid value).
+    unsafe { out.set_len(len) };
+    Some(out)
+}
+
+/// Write every byte of `dst` as consecutive blocks of `block_len` bytes:
+/// slot `k` gets block `b` of `src` (bytes `b * block_len..`) for the `k`-th
+/// value `b` of the source blocks, listed by `source(first)` from slot
+/// `first` on. Slots with no source (past the listing's end, or a block
+/// outside `src`) and trailing bytes are zeroed. Large outputs are split
+/// across the rayon pool; each task prefetches its source blocks ahead and
+/// writes with streaming stores.
+pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
+    dst: &mut [B],
+    src: &[u8],
+    block_len: usize,
+    source: impl Fn(usize) -> I + Sync,
+) {
+    let block_len = block_len.max(1);
+    let blocks = dst.len().div_ceil(block_len);
+    let per_task = blocks.div_ceil(parallel::tasks(dst.len(), blocks));
+    let ahead = (PREFETCH_BYTES_AHEAD / block_len).clamp(2, 16);
+    parallel::for_each_chunk(dst, per_task * block_len, |task, chunk| {
+        let listed = source(task * per_task);
+        let mut upcoming = listed.clone().skip(ahead);
+        let mut listed = listed.fuse();
+        for slot in chunk.chunks_mut(block_len) {
+            if let Some(next) = upcoming.next().and_then(|b| block(src, b, block_len)) {
+                prefetch(next);
+            }
+            match listed.next().and_then(|b| block(src, b, block_len)) {
+                Some(from) if from.len() == slot.len() => copy_nontemporal(slot, from),
+                _ => zero(slot),
+            }
+        }
+        store_fence();
+    });
+}
+
+fn block(src: &[u8], b: usize, block_len: usize) -> Option<&[u8]> {
+    src.get(b.checked_mul(block_len)?..)?.get(..block_len)
+}
+
+/// Copy `src` into `dst` (the shorter length of the two) with stores that
+/// bypass the cache. Callers must call [`store_fence`] before the written
+/// memory is handed to another thread (the end of a parallel task is such a
+/// point).
+pub(crate) fn copy_nontemporal<B: OutByte>(dst: &mut [B], src: &[u8]) {
+    let len = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..len], &src[..len]);
+    // Streaming stores need 16-byte aligned destinations: copy the
+    // unaligned head and the short tail with ordinary stores.
+    let head = if cfg!(target_arch = "x86_64") {
+        dst.as_ptr().align_offset(16).min(len)
+    } else {
+        len
+    };
+    let body = (len - head) / 16 * 16;
+    let (dst_head, rest) = dst.split_at_mut(head);
+    let (dst_body, dst_tail) = rest.split_at_mut(body);
+    let (src_head, rest) = src.split_at(head);
+    let (src_body, src_tail) = rest.split_at(body);
+    copy_plain(dst_head, src_head);
+    copy_plain(dst_tail, src_tail);
+    #[cfg(target_arch = "x86_64")]
+    for (d, s) in dst_body.chunks_exact_mut(16).zip(src_body.chunks_exact(16)) {
+        #[cfg(not(miri))]
+        use std::arch::x86_64::_mm_stream_si128;
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128};
+        // SAFETY: `s` and `d` are 16-byte slices of live, non-overlapping
+        // buffers (a shared and an exclusive borrow); `B` is one byte, so
+        // `d` spans 16 bytes. The load tolerates any alignment; `d` starts
+        // at a multiple of 16 from the 16-aligned `dst_body`, as
+        // `_mm_stream_si128` requires. SSE2 is part of the x86-64 baseline.
+        unsafe {
+            let v = _mm_loadu_si128(s.as_ptr().cast::<__m128i>());
+            let to = d.as_mut_ptr().cast::<__m128i>();
+            // Miri cannot run `movntdq` (inline assembly); an aligned store
+            // has the same preconditions, which Miri then checks.
+            #[cfg(not(miri))]
+            _mm_stream_si128(to, v);
+            #[cfg(miri)]
+            to.write(v);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (dst_body, src_body);
+}
+
+/// Ordinary copy of `src` into `dst` (same length) for either byte kind.
+fn copy_plain<B: OutByte>(dst: &mut [B], src: &[u8]) {
+    let len = dst.len().min(src.len());
+    // SAFETY: both ranges are `len` bytes inside live slices (`B` is one
+    // byte), and a shared and an exclusive borrow cannot overlap.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr().cast::<u8>(), len) };
+}
+
+fn zero<B: OutByte>(dst: &mut [B]) {
+    // SAFETY: `dst` is `dst.len()` bytes of exclusively borrowed memory, and
+    // zero is a valid `u8`.
+    unsafe { std::ptr::write_bytes(dst.as_mut_ptr().cast::<u8>(), 0, dst.len()) };
+}
+
+/// Order this thread's earlier [`copy_nontemporal`] stores before its later
+/// stores, so whoever synchronises with it afterwards sees the data.
+/// (Miri has no `sfence`; it gets the language-level fence instead.)
+pub(crate) fn store_fence() {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: `sfence` has no operands and no memory-safety preconditions;
+    // SSE is part of the x86-64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_sfence();
+    }
+    #[cfg(miri)]
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Ask the cache to start loading `bytes` (a hint: it never faults and
+/// changes no values). Miri does not model the hint, so it is skipped there.
+pub(crate) fn prefetch(bytes: &[u8]) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    for line in bytes.chunks(64) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch reads nothing architecturally and cannot fault;
+        // the address is inside a live slice anyway. SSE is baseline.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast::<i8>()) };
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = bytes;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every length and alignment around the 16-byte body, including empty,
+    /// shorter than one chunk and a head that is the whole slice.
+    #[test]
+    fn nontemporal_copy_equals_the_source_at_every_offset() {
+        let src: Vec<u8> = (0..200u16).map(|v| (v * 7 + 3) as u8).collect();
+        for dst_offset in 0..17 {
+            for src_offset in [0, 1, 5, 16] {
+                for len in [0, 1, 15, 16, 17, 31, 33, 64, 100, 150] {
+                    let mut dst = vec![0xAAu8; 220];
+                    let s = &src[src_offset..src_offset + len];
+                    copy_nontemporal(&mut dst[dst_offset..dst_offset + len], s);
+                    store_fence();
+                    assert_eq!(&dst[dst_offset..dst_offset + len], s);
+                    assert!(dst[..dst_offset].iter().all(|&b| b == 0xAA));
+                    assert!(dst[dst_offset + len..].iter().all(|&b| b == 0xAA));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mismatched_lengths_copy_the_shorter() {
+        let mut dst = [0u8; 40];
+        copy_nontemporal(&mut dst, &[9u8; 20]);
+        store_fence();
+        assert_eq!(&dst[..20], &[9u8; 20]);
+        assert_eq!(&dst[20..], &[0u8; 20]);
+    }
+
+    /// Slot k holds source block `listed[k]`; the rest is zero.
+    fn expected_blocks(src: &[u8], block_len: usize, listed: &[usize], len: usize) -> Vec<u8> {
+        let mut expected = vec![0u8; len];
+        for (slot, &b) in expected.chunks_mut(block_len).zip(listed) {
+            if let Some(from) = src.get(b * block_len..(b + 1) * block_len) {
+                if from.len() == slot.len() {
+                    slot.copy_from_slice(from);
+                }
+            }
+        }
+        expected
+    }
+
+    #[test]
+    fn fill_blocks_copies_listed_blocks_and_zeroes_the_rest() {
+        let src: Vec<u8> = (0..=255u8).cycle().take(40 * 70).collect();
+        let listed = [3usize, 0, 39, 3, 1000, 7];
+        for block_len in [1, 16, 17, 64, 70] {
+            // Fewer slots than listed, as many, more (zeroed), and a partial tail.
+            for len in [0, block_len * 3, block_len * 6, block_len * 8 + 5] {
+                let mut dst = vec![0xAAu8; len];
+                fill_blocks(&mut dst, &src, block_len, |first| {
+                    listed.iter().copied().skip(first)
+                });
+                assert_eq!(
+                    dst,
+                    expected_blocks(&src, block_len, &listed, len),
+                    "{block_len} {len}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn new_vec_of_blocks_writes_every_byte_of_plain_elements() {
+        let src: Vec<u8> = (0..200u8).collect();
+        let listed = [2usize, 0, 4, 2];
+        let out =
+            new_vec_of_blocks::<u32, _>(10, &src, 8, |first| listed.iter().copied().skip(first))
+                .expect("plain type");
+        let bytes: Vec<u8> = out.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        assert_eq!(bytes, expected_blocks(&src, 8, &listed, 40));
+        assert!(new_vec_of_blocks::<String, _>(1, &src, 8, |_| 0..1).is_none());
+        assert!(new_vec_of_blocks::<bool, _>(1, &src, 1, |_| 0..1).is_none());
+        assert!(new_vec_of_blocks::<u64, _>(usize::MAX / 4, &src, 8, |_| 0..1).is_none());
+    }
+
+    #[test]
+    fn prefetch_accepts_any_slice() {
+        let data = vec![1u8; 1000];
+        prefetch(&data);
+        prefetch(&data[999..]);
+        prefetch(&[]);
+    }
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Does Gather's cost grow linearly with the bytes it moves?
+
+    python3 scripts/bench_linearity.py [--sizes-mib 1,32,256,1024] [--keep DIR]
+
+Builds W1-shaped workloads (Gather axis 0, float32 rows of 256, int64
+indices, as many indices as data rows) whose output is each given size,
+with the seeded generator of ../shared/bench/workloads.py. Times them with
+gsx-bench (fresh output and caller buffer, 1 and 2 threads) and prints
+effective GB/s (the harness's minimal bytes / median time), each as a ratio
+to the largest size's, in a Markdown table. Then it measures the peak
+resident memory of `gsx gather` on the W1-sized case against its inputs
+and output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(os.path.dirname(ROOT), "shared", "bench")
+sys.path.insert(0, BENCH)
+from make_inputs import write_workload  # noqa: E402
+from workloads import Workload  # noqa: E402
+
+ROW = 256  # float32 elements per row: 1 KiB, as in W1
+
+
+def build(cargo_target: str) -> tuple[str, str]:
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "gsx", "--bins"], cwd=ROOT, check=True)
+    return (os.path.join(cargo_target, "release", "gsx-bench"), os.path.join(cargo_target, "release", "gsx"))
+
+
+def median_seconds(bench: str, wdir: str, threads: int, into: bool) -> float:
+    cmd = [bench, "--workload-dir", wdir, "--threads", str(threads), "--reps", "9",
+           "--out", os.path.join(wdir, "out.npy")] + (["--into"] if into else [])
+    last = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    return statistics.median(json.loads(last)["times_s"])
+
+
+def peak_rss_kib(cmd: list[str]) -> int:
+    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, check=True, capture_output=True, text=True)
+    return int(out.stderr.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes-mib", default="1,32,256,1024")
+    ap.add_argument("--keep", help="write the inputs here and keep them")
+    args = ap.parse_args()
+    sizes = [float(s) for s in args.sizes_mib.split(",")]
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    bench, gsx = build(target)
+    root = args.keep or tempfile.mkdtemp(prefix="gs_linearity_")
+    rows_table = []
+    try:
+        for mib in sizes:
+            rows = int(mib * (1 << 20)) // (ROW * 4)
+            wl = Workload(f"W1_out_{mib:g}MiB", "Gather", 0, (rows, ROW), (rows,))
+            wdir = write_workload(root, wl)
+            with open(os.path.join(wdir, "manifest.json")) as f:
+                min_bytes = json.load(f)["bytes_moved"]["min"]
+            cells = {}
+            for threads in (1, 2):
+                for into in (False, True):
+                    t = median_seconds(bench, wdir, threads, into)
+                    cells[(threads, into)] = min_bytes / t / 1e9
+            rows_table.append((mib, min_bytes, cells))
+            if mib != sizes[-1]:
+                shutil.rmtree(wdir)
+        print("| output | min bytes | " + " | ".join(
+            f"{'into' if into else 'fresh'} {t}t GB/s (vs largest)" for t in (1, 2) for into in (False, True)) + " |")
+        print("|---|---|" + "---|" * 4)
+        _, _, largest = rows_table[-1]
+        for mib, min_bytes, cells in rows_table:
+            print(f"| {mib:g} MiB | {min_bytes / 2**20:.0f} MiB | " + " | ".join(
+                f"{cells[k]:.1f} ({cells[k] / largest[k]:.2f})" for k in sorted(cells)) + " |")
+
+        # Peak memory of the CLI on the W1 shape (64 MiB data, 64 MiB output).
+        wl = Workload("W1_rss", "Gather", 0, (65536, ROW), (65536,))
+        wdir = write_workload(root, wl)
+        data, idx = os.path.join(wdir, "data.npy"), os.path.join(wdir, "indices.npy")
+        out = os.path.join(wdir, "out.npy")
+        inputs = os.path.getsize(data) + os.path.getsize(idx)
+        output = 65536 * ROW * 4
+        baseline = peak_rss_kib([gsx, "--version"]) * 1024
+        peak = peak_rss_kib([gsx, "gather", data, idx, "--axis", "0", "-o", out]) * 1024
+        budget = (inputs + output) * 1.05
+        print(f"\npeak RSS of `gsx gather` on W1: {peak / 2**20:.1f} MiB; inputs {inputs / 2**20:.1f} MiB "
+              f"+ output {output / 2**20:.1f} MiB = {(inputs + output) / 2**20:.1f} MiB "
+              f"(+5%: {budget / 2**20:.1f} MiB); the binary alone: {baseline / 2**20:.1f} MiB; "
+              f"{'within' if peak <= budget else 'over'} the budget")
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
