@@ -100,7 +100,7 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
         let mut listed = listed.fuse();
         for slot in chunk.chunks_mut(block_len) {
             if let Some(next) = upcoming.next().and_then(|b| block(src, b, block_len)) {
-                prefetch(next);
+                prefetch_items(next);
             }
             match listed.next().and_then(|b| block(src, b, block_len)) {
                 Some(from) if from.len() == slot.len() => copy_nontemporal(slot, from),
@@ -189,15 +189,30 @@ pub(crate) fn store_fence() {
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Ask the cache to start loading `bytes` (a hint: it never faults and
-/// changes no values). Miri does not model the hint, so it is skipped there.
-pub(crate) fn prefetch(bytes: &[u8]) {
+/// Ask the cache to start loading the line holding `item` (a hint).
+pub(crate) fn prefetch_item<T>(item: &T) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
-    for line in bytes.chunks(64) {
+    {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: a prefetch reads nothing architecturally and cannot fault;
+        // the address is that of a live reference anyway. SSE is baseline.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((item as *const T).cast::<i8>()) };
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = item;
+}
+
+/// Ask the cache to start loading `items` (a hint: it never faults and
+/// changes no values). Miri does not model the hint, so it is skipped there.
+pub(crate) fn prefetch_items<T>(items: &[T]) {
+    let bytes = std::mem::size_of_val(items);
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    for offset in (0..bytes).step_by(64) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let line = items.as_ptr().cast::<i8>().wrapping_add(offset);
+        // SAFETY: a prefetch reads nothing architecturally and cannot fault;
         // the address is inside a live slice anyway. SSE is baseline.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast::<i8>()) };
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line) };
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     let _ = bytes;
@@ -286,8 +301,9 @@ mod tests {
     #[test]
     fn prefetch_accepts_any_slice() {
         let data = vec![1u8; 1000];
-        prefetch(&data);
-        prefetch(&data[999..]);
-        prefetch(&[]);
+        prefetch_items(&data);
+        prefetch_items(&data[999..]);
+        prefetch_items::<u64>(&[]);
+        prefetch_item(&data[3]);
     }
 }

@@ -168,4 +168,50 @@ proptest! {
         let values = reference_gather_elements(data.data::<f32>().unwrap(), &[a, b], &wide, &[rows, b], 0).unwrap();
         prop_assert_eq!(out, Tensor::new(vec![rows, b], values).unwrap());
     }
+
+    /// Outer-axis GatherElements with long rows is split by columns across
+    /// tasks (at least 64 per task): rank 3, every outer axis, indices
+    /// smaller off the axis, and a bad index reported at the same (first)
+    /// position whatever the thread count.
+    #[test]
+    fn gather_elements_split_by_columns_matches_the_reference(
+        d0 in 2usize..6, d1 in 40usize..90, last in 600usize..1200, axis in 0usize..2,
+        shrink in 0usize..3, seed in any::<u64>(), bad in proptest::option::of(any::<prop::sample::Index>())
+    ) {
+        let data_shape = [d0, d1, last];
+        let mut idx_shape = data_shape;
+        idx_shape[1 - axis] = data_shape[1 - axis] - shrink.min(data_shape[1 - axis] - 1);
+        idx_shape[2] = last - shrink * 7;
+        let count: usize = idx_shape.iter().product();
+        let data = Tensor::new(data_shape.to_vec(), floats(d0 * d1 * last, seed)).unwrap();
+        let mut idx_values = indices(count, data_shape[axis], seed);
+        if let Some(at) = &bad {
+            idx_values[at.index(count)] = data_shape[axis] as i64;
+        }
+        let idx = Tensor::new(idx_shape.to_vec(), idx_values.clone()).unwrap();
+        let run = || format!("{:?}", GatherElements::new(axis as i64).run(&data, &idx));
+        let one = in_pool(1, run);
+        for threads in [2, 3, 5] {
+            prop_assert_eq!(&in_pool(threads, run), &one, "{} threads", threads);
+        }
+        let wide: Vec<i128> = idx_values.iter().map(|&v| v as i128).collect();
+        match reference_gather_elements(data.data::<f32>().unwrap(), &data_shape, &wide, &idx_shape, axis) {
+            Some(values) => {
+                let expected = Tensor::new(idx_shape.to_vec(), values).unwrap();
+                prop_assert_eq!(one, format!("{:?}", Ok::<_, gatherscatter::Error>(expected)));
+            }
+            None => {
+                let first = wide.iter().position(|&v| v == data_shape[axis] as i128).unwrap();
+                prop_assert!(bad.is_some());
+                let err = GatherElements::new(axis as i64).run(&data, &idx).unwrap_err();
+                let mut coord = vec![0usize; 3];
+                let mut rest = first;
+                for k in (0..3).rev() {
+                    coord[k] = rest % idx_shape[k];
+                    rest /= idx_shape[k];
+                }
+                prop_assert!(err.to_string().contains(&format!("{coord:?}")), "{} vs {:?}", err, coord);
+            }
+        }
+    }
 }

@@ -417,6 +417,21 @@ fn source_blocks<'a>(
     })
 }
 
+/// How many blocks ahead of the copy the source is prefetched: random
+/// blocks of a data set larger than the cache are latency-bound, and asking
+/// early keeps many in flight (W2, 16-byte blocks: about 2x faster on one
+/// thread). Small outputs skip it (0).
+fn prefetch_distance<W>(out_len: usize, block_len: usize) -> usize {
+    const MIN_OUTPUT_BYTES: usize = 64 << 10;
+    const AHEAD_BYTES: usize = 1 << 10;
+    let block_bytes = (block_len * std::mem::size_of::<W>()).max(1);
+    if out_len * std::mem::size_of::<W>() < MIN_OUTPUT_BYTES {
+        0
+    } else {
+        (AHEAD_BYTES / block_bytes).clamp(4, 128)
+    }
+}
+
 fn copy_fixed_blocks<W: Clone, const N: usize>(
     data: &[W],
     resolved: &[usize],
@@ -425,10 +440,15 @@ fn copy_fixed_blocks<W: Clone, const N: usize>(
     dst: &mut [W],
 ) {
     // N is a constant here, so each copy compiles to a few moves.
-    for (d, block) in dst
-        .chunks_exact_mut(N)
-        .zip(source_blocks(resolved, plan, first))
-    {
+    let blocks = source_blocks(resolved, plan, first);
+    let ahead = prefetch_distance::<W>(dst.len(), N);
+    let mut upcoming = blocks.clone().skip(ahead);
+    for (d, block) in dst.chunks_exact_mut(N).zip(blocks) {
+        if ahead > 0 {
+            if let Some(next) = upcoming.next().and_then(|b| data.get(b * N)) {
+                stream::prefetch_item(next);
+            }
+        }
         d.clone_from_slice(&data[block * N..block * N + N]);
     }
 }
@@ -441,8 +461,16 @@ fn copy_slice_blocks<W: Clone>(
     dst: &mut [W],
 ) {
     let inner = plan.inner;
-    let blocks = dst.chunks_exact_mut(inner);
-    for (d, block) in blocks.zip(source_blocks(resolved, plan, first)) {
+    let blocks = source_blocks(resolved, plan, first);
+    let ahead = prefetch_distance::<W>(dst.len(), inner);
+    let mut upcoming = blocks.clone().skip(ahead);
+    for (d, block) in dst.chunks_exact_mut(inner).zip(blocks) {
+        if ahead > 0 {
+            if let Some(next) = upcoming.next() {
+                let next = data.get(next * inner..(next + 1) * inner).unwrap_or(&[]);
+                stream::prefetch_items(next);
+            }
+        }
         d.clone_from_slice(&data[block * inner..(block + 1) * inner]);
     }
 }
