@@ -80,7 +80,7 @@ def main() -> None:
         print("|---|---|" + "---|" * 4)
         _, _, largest = rows_table[-1]
         for mib, min_bytes, cells in rows_table:
-            print(f"| {mib:g} MiB | {min_bytes / 2**20:.0f} MiB | " + " | ".join(
+            print(f"| {mib:g} MiB | {min_bytes / 2**20:.2f} MiB | " + " | ".join(
                 f"{cells[k]:.1f} ({cells[k] / largest[k]:.2f})" for k in sorted(cells)) + " |")
 
         # Peak memory of the CLI on the W1 shape (64 MiB data, 64 MiB output).

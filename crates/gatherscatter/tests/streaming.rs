@@ -13,14 +13,6 @@ use num_complex::Complex64;
 
 const MIB: usize = 1 << 20;
 
-fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("pool")
-        .install(f)
-}
-
 /// Row numbers in `[-rows, rows)`, with negatives and many repeats.
 fn row_indices(n: usize, rows: usize) -> Vec<i128> {
     (0..n)

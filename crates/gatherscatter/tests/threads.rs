@@ -11,14 +11,6 @@ use gatherscatter::{
 };
 use proptest::prelude::*;
 
-fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("pool")
-        .install(f)
-}
-
 /// Runs `f` with 1, 2, 3 and 5 threads and checks every result equals the
 /// single-threaded one, bit for bit (Debug formatting keeps NaN payloads).
 fn same_for_every_thread_count(f: impl Fn() -> Tensor + Send + Sync) -> Tensor {

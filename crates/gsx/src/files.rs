@@ -78,6 +78,15 @@ pub fn check_not_an_input(path: &Path, inputs: &[PathBuf]) -> Result<(), CliErro
 /// a rename, so a failure never leaves a partial file; refuse to write over
 /// any of `inputs`.
 pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(), CliError> {
+    write_atomic_parts(path, &[bytes], inputs)
+}
+
+/// [`write_atomic`] of the concatenation of `parts`, without building it.
+pub fn write_atomic_parts(
+    path: &Path,
+    parts: &[&[u8]],
+    inputs: &[PathBuf],
+) -> Result<(), CliError> {
     check_not_an_input(path, inputs)?;
     let file_name = path
         .file_name()
@@ -88,7 +97,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(),
     let temp = path.with_file_name(temp_name);
     let result = (|| {
         let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
+        for part in parts {
+            file.write_all(part)?;
+        }
         file.sync_all()?;
         std::fs::rename(&temp, path)
     })();
@@ -100,6 +111,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<(),
 
 /// Encode and write a tensor atomically (see [`write_atomic`]).
 pub fn save(path: &Path, tensor: &Tensor, name: &str, inputs: &[PathBuf]) -> Result<(), CliError> {
+    if let Format::Npy = format_of(path)? {
+        // Header and data written straight from the tensor: no copy of it.
+        let (header, body) = npy::encode_parts(tensor)?;
+        return write_atomic_parts(path, &[&header, &body], inputs);
+    }
     let bytes = encode_for(path, tensor, name)?;
     write_atomic(path, &bytes, inputs)
 }

@@ -5,6 +5,7 @@
 //! (decoded as UTF-8), in either byte order and in C or Fortran order. Object,
 //! datetime, structured and other types are reported as unsupported.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -586,13 +587,24 @@ fn to_c_order(tensor: Tensor) -> Result<Tensor, CliError> {
 /// The `.npy` bytes of a tensor (format 1.0, little-endian, C order).
 /// bfloat16 has no numpy dtype and is refused as unsupported.
 pub fn encode(tensor: &Tensor) -> Result<Vec<u8>, CliError> {
-    fn raw<T: bytemuck::Pod>(data: &[T]) -> Vec<u8> {
-        bytemuck::cast_slice(data).to_vec()
+    let (header, body) = encode_parts(tensor)?;
+    let mut out = Vec::with_capacity(header.len() + body.len());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// [`encode`] as its header and its data, the data borrowed from the tensor
+/// where its bytes already are the file's (every plain dtype), so saving a
+/// large output costs no copy of it.
+pub fn encode_parts(tensor: &Tensor) -> Result<(Vec<u8>, Cow<'_, [u8]>), CliError> {
+    fn raw<T: bytemuck::Pod>(data: &[T]) -> Cow<'_, [u8]> {
+        Cow::Borrowed(bytemuck::cast_slice(data))
     }
-    let (descr, data): (String, Vec<u8>) = match tensor {
+    let (descr, data): (String, Cow<'_, [u8]>) = match tensor {
         Tensor::Bool(t) => (
             "|b1".into(),
-            t.data().iter().map(|&b| u8::from(b)).collect(),
+            Cow::Owned(t.data().iter().map(|&b| u8::from(b)).collect()),
         ),
         Tensor::I8(t) => ("|i1".into(), raw(t.data())),
         Tensor::U8(t) => ("|u1".into(), raw(t.data())),
@@ -624,7 +636,7 @@ pub fn encode(tensor: &Tensor) -> Result<Vec<u8>, CliError> {
                 }
                 data.resize(data.len() + (chars - n) * 4, 0);
             }
-            (format!("<U{chars}"), data)
+            (format!("<U{chars}"), Cow::Owned(data))
         }
         other => {
             return Err(CliError::unsupported(format!(
@@ -648,15 +660,14 @@ pub fn encode(tensor: &Tensor) -> Result<Vec<u8>, CliError> {
     let padded = unpadded.div_ceil(ALIGN) * ALIGN;
     header.push_str(&" ".repeat(padded - unpadded));
     header.push('\n');
-    let mut out = Vec::with_capacity(padded + data.len());
+    let mut out = Vec::with_capacity(padded);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[1, 0]);
     let header_len = u16::try_from(header.len())
         .map_err(|_| CliError::unsupported("the .npy header would exceed 64 KiB".into()))?;
     out.extend_from_slice(&header_len.to_le_bytes());
     out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&data);
-    Ok(out)
+    Ok((out, data))
 }
 
 #[cfg(test)]

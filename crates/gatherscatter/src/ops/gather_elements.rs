@@ -536,18 +536,7 @@ fn gather_outer_by_columns<W: Clone + Send + Sync>(
 ) -> std::result::Result<(), usize> {
     let row_len = geometry.row_len;
     let cuts: Vec<usize> = (0..=tasks).map(|t| t * row_len / tasks).collect();
-    let mut pieces: Vec<Vec<&mut [W]>> = (0..tasks)
-        .map(|_| Vec::with_capacity(out.len() / row_len))
-        .collect();
-    for row in out.chunks_exact_mut(row_len) {
-        let mut rest = row;
-        for (t, owned) in pieces.iter_mut().enumerate() {
-            let (mine, tail) = rest.split_at_mut(cuts[t + 1] - cuts[t]);
-            owned.push(mine);
-            rest = tail;
-        }
-    }
-    pieces
+    parallel::column_pieces(out, row_len, &cuts)
         .into_par_iter()
         .enumerate()
         .try_for_each(|(t, mut owned)| {

@@ -58,3 +58,25 @@ pub(crate) fn try_for_each_chunk<W: Send, E: Send>(
             .try_for_each(|(task, chunk)| f(task, chunk))
     }
 }
+
+/// Cut every row (`row_len` elements) of `out` at `cuts` (from 0 to
+/// `row_len`, ascending): piece list `t` holds columns `cuts[t]..cuts[t + 1]`
+/// of each row, so tasks that own column ranges get disjoint `&mut` pieces.
+pub(crate) fn column_pieces<'a, W>(
+    out: &'a mut [W],
+    row_len: usize,
+    cuts: &[usize],
+) -> Vec<Vec<&'a mut [W]>> {
+    let tasks = cuts.len().saturating_sub(1);
+    let rows = out.len() / row_len.max(1);
+    let mut pieces: Vec<Vec<&mut [W]>> = (0..tasks).map(|_| Vec::with_capacity(rows)).collect();
+    for row in out.chunks_exact_mut(row_len.max(1)) {
+        let mut rest = row;
+        for (t, owned) in pieces.iter_mut().enumerate() {
+            let (mine, tail) = rest.split_at_mut(cuts[t + 1] - cuts[t]);
+            owned.push(mine);
+            rest = tail;
+        }
+    }
+    pieces
+}

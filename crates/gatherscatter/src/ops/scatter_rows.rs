@@ -176,17 +176,7 @@ fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
     let rank = g.data_shape.len();
     let last = g.data_shape[rank - 1];
     let cuts: Vec<usize> = (0..=tasks).map(|t| t * last / tasks).collect();
-    let mut pieces: Vec<Vec<&mut [W]>> = (0..tasks)
-        .map(|_| Vec::with_capacity(out.len() / last))
-        .collect();
-    for row in out.chunks_exact_mut(last) {
-        let mut rest = row;
-        for (t, owned) in pieces.iter_mut().enumerate() {
-            let (mine, tail) = rest.split_at_mut(cuts[t + 1] - cuts[t]);
-            owned.push(mine);
-            rest = tail;
-        }
-    }
+    let pieces = parallel::column_pieces(out, last, &cuts);
     let row_len = g.indices_shape[rank - 1];
     let axis_stride = strides(g.data_shape)[g.rule.axis];
     // Strides in output rows: an index row's base is a row start (last
