@@ -5,11 +5,13 @@
 //! and the naive reference.
 
 mod common;
+mod pool;
 
 use common::*;
 use gatherscatter::{DType, Element, ErrorKind, Gather, Tensor};
 use half::f16;
 use num_complex::Complex64;
+use pool::in_pool;
 
 const MIB: usize = 1 << 20;
 

