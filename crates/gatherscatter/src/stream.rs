@@ -10,8 +10,10 @@
 //! - Prefetching the rows a few blocks ahead keeps several random rows in
 //!   flight instead of waiting for each one when its copy starts.
 //!
-//! On other targets (and under Miri for the prefetch hint) the functions fall
-//! back to plain copies, so callers never need a `cfg`.
+//! On other targets the functions fall back to plain copies, so callers never
+//! need a `cfg`. Under Miri, which cannot execute `movntdq`, `sfence` or
+//! prefetches, the streaming store is an aligned ordinary store, the fence a
+//! language fence and the prefetch nothing; everything else runs as is.
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;
