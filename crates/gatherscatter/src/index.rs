@@ -92,14 +92,21 @@ impl AxisRule {
     /// arithmetic.
     #[inline(always)]
     pub(crate) fn position(&self, v: i64) -> usize {
-        // Sizes come from allocated slices, so they fit in i64.
-        let wrapped = if v < 0 && self.negative_allowed {
-            v.wrapping_add(self.size as i64)
+        // Sizes come from allocated slices, so they fit in i64. The shift is
+        // loop-invariant and the sign mask branch-free, so a chunked kernel
+        // loop has no data-dependent branch here.
+        let shift = if self.negative_allowed {
+            self.size as i64
         } else {
-            v
+            0
         };
-        // Negative (or, on 32-bit targets, too large) results are out of range.
-        usize::try_from(wrapped).unwrap_or(usize::MAX)
+        let wrapped = v.wrapping_add((v >> 63) & shift);
+        // A negative result is out of range: as a 64-bit usize it is at least
+        // 2^63, above any size. Narrower targets saturate instead.
+        #[cfg(target_pointer_width = "64")]
+        return wrapped as usize;
+        #[cfg(not(target_pointer_width = "64"))]
+        return usize::try_from(wrapped).unwrap_or(usize::MAX);
     }
 
     /// `idx(v)` of SPEC §1, or `None` when `v` is out of range.

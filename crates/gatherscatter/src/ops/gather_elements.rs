@@ -10,6 +10,7 @@ use crate::ops::parallel;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{element_count, normalize_axis, require_rank_at_least_1, strides, RowBases};
+use crate::stream::prefetch_items;
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use rayon::prelude::*;
@@ -467,11 +468,12 @@ fn gather_row_range<W: Clone>(
         let rows = out
             .chunks_exact_mut(row_len)
             .zip(indices.chunks_exact(row_len));
-        for (r, (base, (dst, idx))) in bases.zip(rows).enumerate() {
-            let row = &data[base..base + rule.size];
-            for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
-                *d = row.get(rule.position(v)).ok_or(r * row_len + j)?.clone();
-            }
+        let mut bases = bases.peekable();
+        for (r, (dst, idx)) in rows.enumerate() {
+            let Some(base) = bases.next() else { break };
+            let next = bases.peek().map_or(&[][..], |&b| &data[b..b + rule.size]);
+            gather_within_row(&data[base..base + rule.size], next, rule, idx, dst)
+                .map_err(|j| r * row_len + j)?;
         }
         return Ok(());
     }
@@ -493,6 +495,38 @@ fn gather_row_range<W: Clone>(
                 dst,
             )
             .map_err(|j| at + t0 + j)?;
+        }
+    }
+    Ok(())
+}
+
+/// `dst[j] = row[i_j]` for the positions `i_j` that `indices` name; `Err(j)`
+/// at the first bad one. Runs in chunks with no exit inside: each load is
+/// clamped into the row and a flag records whether any index was bad, so the
+/// hot loop has no data-dependent branch; a chunk with a bad index is then
+/// rescanned for the first one. (Elements before it are written either way.)
+///
+/// Random reads of a row that is not yet in cache wait on memory for each
+/// line, so each chunk also asks for its share of `next_row`'s lines.
+fn gather_within_row<W: Clone>(
+    row: &[W],
+    next_row: &[W],
+    rule: &AxisRule,
+    indices: &[i64],
+    dst: &mut [W],
+) -> std::result::Result<(), usize> {
+    const CHUNK: usize = 256;
+    let share = next_row
+        .len()
+        .div_ceil(indices.len().div_ceil(CHUNK).max(1));
+    let mut ahead = next_row.chunks(share.max(1));
+    let chunks = dst.chunks_mut(CHUNK).zip(indices.chunks(CHUNK));
+    for (c, (dst, idx)) in chunks.enumerate() {
+        if let Some(lines) = ahead.next() {
+            prefetch_items(lines);
+        }
+        for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
+            *d = row.get(rule.position(v)).ok_or(c * CHUNK + j)?.clone();
         }
     }
     Ok(())
