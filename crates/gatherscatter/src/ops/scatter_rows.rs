@@ -44,24 +44,58 @@ pub(crate) fn scatter<W: Clone + Send + Sync, C: Combine<W>>(
         out.clone_from_slice(data);
         return Ok(());
     }
-    if slabs >= tasks && tasks > 1 {
+    // Few slabs but long rows: each task owns a range of the last dim in
+    // every output row (W7-like fan-in along an outer axis).
+    let by_columns =
+        axis < rank - 1 && last >= MIN_COLUMNS_PER_TASK * tasks && slabs < tasks.max(2);
+    if slabs >= tasks && !by_columns {
         // Split by the dims before the axis: each task owns whole slabs.
         let per_task = slabs.div_ceil(tasks);
         return parallel::try_for_each_chunk(out, per_task * slab, |task, dst| {
-            let first_slab = task * per_task;
-            let offset = first_slab * slab;
-            dst.clone_from_slice(&data[offset..offset + dst.len()]);
-            let rows = RowRange::for_slabs(g, first_slab, first_slab + dst.len() / slab);
-            apply_rows::<W, C>(dst, offset, g, rows, indices, updates)
+            let slabs = SlabRun {
+                first: task * per_task,
+                len: slab,
+            };
+            copy_and_apply_slabs::<W, C>(dst, slabs, data, g, indices, updates)
         });
     }
-    if axis < rank - 1 && last >= MIN_COLUMNS_PER_TASK * tasks && slabs < tasks.max(2) {
-        // Few slabs but long rows: each task owns a range of the last dim in
-        // every output row (W7-like fan-in along an outer axis).
+    if by_columns {
         return scatter_by_columns::<W, C>(data, out, g, indices, updates, tasks);
     }
     out.clone_from_slice(data);
     apply_rows::<W, C>(out, 0, g, RowRange::all(g), indices, updates)
+}
+
+/// The output slabs a task owns: from slab `first` on, `len` elements each.
+#[derive(Clone, Copy)]
+struct SlabRun {
+    first: usize,
+    len: usize,
+}
+
+/// Copy `data` into `dst` (whole slabs from `slabs.first` on) and apply
+/// their updates, a few slabs at a time: each step's slabs are still in
+/// cache (about 256 KiB) when their updates land, where copying everything
+/// first would have pushed them out to memory.
+fn copy_and_apply_slabs<W: Clone, C: Combine<W>>(
+    dst: &mut [W],
+    slabs: SlabRun,
+    data: &[W],
+    g: &Geometry<'_>,
+    indices: &[i64],
+    updates: &[W],
+) -> Result<(), usize> {
+    const STEP_BYTES: usize = 256 << 10;
+    let slab_bytes = slabs.len * std::mem::size_of::<W>().max(1);
+    let per_step = (STEP_BYTES / slab_bytes.max(1)).max(1);
+    for (step, part) in dst.chunks_mut(per_step * slabs.len).enumerate() {
+        let from = slabs.first + step * per_step;
+        let offset = from * slabs.len;
+        part.clone_from_slice(&data[offset..offset + part.len()]);
+        let rows = RowRange::for_slabs(g, from, from + part.len() / slabs.len);
+        apply_rows::<W, C>(part, offset, g, rows, indices, updates)?;
+    }
+    Ok(())
 }
 
 /// Columns per pass of the column-split loop: updates along an outer axis
