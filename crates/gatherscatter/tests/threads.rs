@@ -60,6 +60,33 @@ proptest! {
         prop_assert_eq!(out, Tensor::new(shape_ref, values).unwrap());
     }
 
+    /// Batched gathers large enough to prefetch (64 KiB and up), with slabs
+    /// small and dense (next-slab prefetch) or large and sparse (block
+    /// lookahead), every fixed block length and a few others, and tasks that
+    /// start mid-slab and mid-batch.
+    #[test]
+    fn batched_gather_matches_the_reference_for_every_thread_count(
+        batch in 1usize..4,
+        outer in 1usize..5,
+        axis_size in 1usize..400,
+        inner in prop::sample::select(vec![1usize, 2, 3, 4, 5, 8, 16, 17]),
+        n in 200usize..1500,
+        seed in any::<u64>(),
+    ) {
+        let shape = [batch, outer, axis_size, inner];
+        let len = shape.iter().product();
+        let data = Tensor::new(shape.to_vec(), floats(len, seed)).unwrap();
+        let idx_values = indices(batch * n, axis_size, seed);
+        let idx = Tensor::new(vec![batch, n], idx_values.clone()).unwrap();
+        let out = same_for_every_thread_count(|| {
+            Gather::new(2).batch_dims(1).run(&data, &idx).unwrap()
+        });
+        let wide: Vec<i128> = idx_values.iter().map(|&v| v as i128).collect();
+        let (shape_ref, values) =
+            reference_gather(data.data::<f32>().unwrap(), &shape, &wide, &[batch, n], 2, 1).unwrap();
+        prop_assert_eq!(out, Tensor::new(shape_ref, values).unwrap());
+    }
+
     #[test]
     fn gather_elements_is_identical_for_every_thread_count(
         a in 50usize..400, b in 1usize..300, axis in 0usize..2, seed in any::<u64>()

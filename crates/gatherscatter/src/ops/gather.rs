@@ -417,19 +417,100 @@ fn source_blocks<'a>(
     })
 }
 
-/// How many blocks ahead of the copy the source is prefetched: random
-/// blocks of a data set larger than the cache are latency-bound, and asking
-/// early keeps many in flight (W2, 16-byte blocks: about 2x faster on one
-/// thread). Small outputs skip it (0).
-fn prefetch_distance<W>(out_len: usize, block_len: usize) -> usize {
-    const MIN_OUTPUT_BYTES: usize = 64 << 10;
-    const AHEAD_BYTES: usize = 1 << 10;
-    let block_bytes = (block_len * std::mem::size_of::<W>()).max(1);
-    if out_len * std::mem::size_of::<W>() < MIN_OUTPUT_BYTES {
-        0
-    } else {
-        (AHEAD_BYTES / block_bytes).clamp(4, 128)
+/// One data slab's share of a task's output: `out` takes the blocks of
+/// `slab` (each `plan.inner` long) that `indices` name, in order; `next` is
+/// the data slab the following output blocks read (empty at the end).
+struct SlabRun<'a, 'd, W> {
+    out: &'a mut [W],
+    indices: &'a [usize],
+    slab: &'d [W],
+    next: &'d [W],
+}
+
+/// Walk the output blocks from block `first` on (filling `dst`) one data
+/// slab at a time, so the copy loops index a slab directly instead of
+/// recomputing each block's slab.
+fn for_each_slab_run<'d, W>(
+    data: &'d [W],
+    resolved: &[usize],
+    plan: &GatherPlan,
+    first: usize,
+    dst: &mut [W],
+    mut run: impl FnMut(SlabRun<'_, 'd, W>),
+) {
+    let ipb = plan.indices_per_batch;
+    let slab_len = plan.axis_size * plan.inner;
+    let slab_data = |slab: usize| data.get(slab * slab_len..(slab + 1) * slab_len);
+    let mut rest = dst;
+    let mut block = first;
+    while !rest.is_empty() {
+        let (slab, j) = (block / ipb, block % ipb);
+        let batch = slab / plan.outer;
+        // Resolved indices and the output length come from the same plan.
+        let Some(indices) = resolved.get(batch * ipb + j..(batch + 1) * ipb) else {
+            return;
+        };
+        let take = indices.len().min(rest.len() / plan.inner);
+        let (out, tail) = std::mem::take(&mut rest).split_at_mut(take * plan.inner);
+        let Some(slab_data_now) = slab_data(slab) else {
+            return;
+        };
+        run(SlabRun {
+            out,
+            indices: &indices[..take],
+            slab: slab_data_now,
+            next: slab_data(slab + 1).unwrap_or(&[]),
+        });
+        rest = tail;
+        block += take;
     }
+}
+
+/// How the copy loops prefetch: random blocks of data that is not in cache
+/// are latency-bound, so ask for them early.
+#[derive(Clone, Copy)]
+enum Lookahead {
+    /// Small outputs: nothing to gain.
+    None,
+    /// Sparse or large slabs: the block `n` positions ahead in the index
+    /// list (about 1 KiB of blocks ahead; W2-like blocks about 2x faster).
+    Blocks(usize),
+    /// Small slabs read densely (W3: 1024 of 4096 elements of each 16 KiB
+    /// row): most of the next slab's lines will be needed, so each chunk
+    /// of this slab's copy asks for its share of them.
+    NextSlab,
+}
+
+impl Lookahead {
+    fn for_plan<W>(plan: &GatherPlan, out_len: usize) -> Lookahead {
+        const MIN_OUTPUT_BYTES: usize = 64 << 10;
+        const AHEAD_BYTES: usize = 1 << 10;
+        const MAX_SLAB_BYTES: usize = 256 << 10;
+        let word = std::mem::size_of::<W>().max(1);
+        let block_bytes = plan.inner * word;
+        let slab_bytes = plan.axis_size * block_bytes;
+        let read_bytes = plan.indices_per_batch * block_bytes;
+        if out_len * word < MIN_OUTPUT_BYTES {
+            Lookahead::None
+        } else if slab_bytes <= MAX_SLAB_BYTES && read_bytes >= slab_bytes / 4 {
+            Lookahead::NextSlab
+        } else {
+            Lookahead::Blocks((AHEAD_BYTES / block_bytes.max(1)).clamp(4, 128))
+        }
+    }
+}
+
+/// Blocks copied between two prefetch steps of [`Lookahead::NextSlab`]:
+/// a few lines at a time, spread through the copy. (Asking for a whole
+/// share at once, 64+ lines, stalled on the cache's miss slots: W2 and W3
+/// ran 2x slower with chunks of 256 blocks; 8 to 32 were close.)
+const COPY_CHUNK: usize = 16;
+
+/// The part of `next` that chunk `c` of `chunks` prefetches.
+fn next_slab_share<W>(next: &[W], c: usize, chunks: usize) -> &[W] {
+    let share = next.len().div_ceil(chunks.max(1));
+    next.get(c * share..((c + 1) * share).min(next.len()))
+        .unwrap_or(&[])
 }
 
 fn copy_fixed_blocks<W: Clone, const N: usize>(
@@ -440,17 +521,27 @@ fn copy_fixed_blocks<W: Clone, const N: usize>(
     dst: &mut [W],
 ) {
     // N is a constant here, so each copy compiles to a few moves.
-    let blocks = source_blocks(resolved, plan, first);
-    let ahead = prefetch_distance::<W>(dst.len(), N);
-    let mut upcoming = blocks.clone().skip(ahead);
-    for (d, block) in dst.chunks_exact_mut(N).zip(blocks) {
-        if ahead > 0 {
-            if let Some(next) = upcoming.next().and_then(|b| data.get(b * N)) {
-                stream::prefetch_item(next);
+    let lookahead = Lookahead::for_plan::<W>(plan, dst.len());
+    for_each_slab_run(data, resolved, plan, first, dst, |run| {
+        let chunks = run.indices.len().div_ceil(COPY_CHUNK);
+        let pairs = run
+            .out
+            .chunks_mut(COPY_CHUNK * N)
+            .zip(run.indices.chunks(COPY_CHUNK));
+        for (c, (out, indices)) in pairs.enumerate() {
+            if let Lookahead::NextSlab = lookahead {
+                stream::prefetch_items(next_slab_share(run.next, c, chunks));
+            }
+            for (k, (d, &i)) in out.chunks_exact_mut(N).zip(indices).enumerate() {
+                if let Lookahead::Blocks(ahead) = lookahead {
+                    if let Some(&n) = run.indices.get(c * COPY_CHUNK + k + ahead) {
+                        run.slab.get(n * N).map(stream::prefetch_item);
+                    }
+                }
+                d.clone_from_slice(&run.slab[i * N..i * N + N]);
             }
         }
-        d.clone_from_slice(&data[block * N..block * N + N]);
-    }
+    });
 }
 
 fn copy_slice_blocks<W: Clone>(
@@ -461,16 +552,26 @@ fn copy_slice_blocks<W: Clone>(
     dst: &mut [W],
 ) {
     let inner = plan.inner;
-    let blocks = source_blocks(resolved, plan, first);
-    let ahead = prefetch_distance::<W>(dst.len(), inner);
-    let mut upcoming = blocks.clone().skip(ahead);
-    for (d, block) in dst.chunks_exact_mut(inner).zip(blocks) {
-        if ahead > 0 {
-            if let Some(next) = upcoming.next() {
-                let next = data.get(next * inner..(next + 1) * inner).unwrap_or(&[]);
-                stream::prefetch_items(next);
+    let lookahead = Lookahead::for_plan::<W>(plan, dst.len());
+    for_each_slab_run(data, resolved, plan, first, dst, |run| {
+        let chunks = run.indices.len().div_ceil(COPY_CHUNK);
+        let pairs = run
+            .out
+            .chunks_mut(COPY_CHUNK * inner)
+            .zip(run.indices.chunks(COPY_CHUNK));
+        for (c, (out, indices)) in pairs.enumerate() {
+            if let Lookahead::NextSlab = lookahead {
+                stream::prefetch_items(next_slab_share(run.next, c, chunks));
+            }
+            for (k, (d, &i)) in out.chunks_exact_mut(inner).zip(indices).enumerate() {
+                if let Lookahead::Blocks(ahead) = lookahead {
+                    if let Some(&n) = run.indices.get(c * COPY_CHUNK + k + ahead) {
+                        let next = run.slab.get(n * inner..(n + 1) * inner).unwrap_or(&[]);
+                        stream::prefetch_items(next);
+                    }
+                }
+                d.clone_from_slice(&run.slab[i * inner..(i + 1) * inner]);
             }
         }
-        d.clone_from_slice(&data[block * inner..(block + 1) * inner]);
-    }
+    });
 }
