@@ -93,8 +93,8 @@ impl AxisRule {
     #[inline(always)]
     pub(crate) fn position(&self, v: i64) -> usize {
         // Sizes come from allocated slices, so they fit in i64. The shift is
-        // loop-invariant and the sign mask branch-free, so a chunked kernel
-        // loop has no data-dependent branch here.
+        // loop-invariant and the sign mask branch-free: the fused loops pay
+        // one bounds compare per element and no sign branch.
         let shift = if self.negative_allowed {
             self.size as i64
         } else {

@@ -52,7 +52,7 @@ pub(crate) fn scatter<W: Clone + Send + Sync, C: Combine<W>>(
         // Split by the dims before the axis: each task owns whole slabs.
         let per_task = slabs.div_ceil(tasks);
         return parallel::try_for_each_chunk(out, per_task * slab, |task, dst| {
-            let slabs = SlabRun {
+            let slabs = OwnedSlabs {
                 first: task * per_task,
                 len: slab,
             };
@@ -68,7 +68,7 @@ pub(crate) fn scatter<W: Clone + Send + Sync, C: Combine<W>>(
 
 /// The output slabs a task owns: from slab `first` on, `len` elements each.
 #[derive(Clone, Copy)]
-struct SlabRun {
+struct OwnedSlabs {
     first: usize,
     len: usize,
 }
@@ -79,7 +79,7 @@ struct SlabRun {
 /// first would have pushed them out to memory.
 fn copy_and_apply_slabs<W: Clone, C: Combine<W>>(
     dst: &mut [W],
-    slabs: SlabRun,
+    slabs: OwnedSlabs,
     data: &[W],
     g: &Geometry<'_>,
     indices: &[i64],
