@@ -8,7 +8,8 @@ mod pool;
 
 use common::*;
 use gatherscatter::{
-    Gather, GatherElements, GatherND, Reduction, ScatterElements, ScatterND, Tensor,
+    Gather, GatherElements, GatherND, Reduction, ScatterElements, ScatterMode, ScatterND, Tensor,
+    TensorScatter, TensorView,
 };
 use pool::in_pool;
 use proptest::prelude::*;
@@ -263,5 +264,85 @@ proptest! {
             data.data::<f32>().unwrap(), &data_shape, &raw, &idx_shape, batch_dims,
         ).unwrap();
         prop_assert_eq!(out, Tensor::new(shape, expected).unwrap());
+    }
+
+    /// ScatterND with slices (k = 1, 2) and element tuples (k = 3), heavy
+    /// duplicates and negative components, every reduction, outputs of 300
+    /// KiB to 2 MiB: tasks own output slice ranges and each walks every tuple.
+    #[test]
+    fn scatter_nd_matches_the_reference_for_every_thread_count(
+        a in 200usize..400, b in 6usize..16, c in 64usize..100, n in 50usize..600,
+        k in 1usize..4, distinct in 1usize..6, seed in any::<u64>()
+    ) {
+        let data_shape = [a, b, c];
+        let data = Tensor::new(data_shape.to_vec(), floats(a * b * c, seed)).unwrap();
+        let n = if k == 3 { n * 64 } else { n };
+        let idx_shape = [n, k];
+        // Tuples drawn from a few values per dim: many repeat.
+        let mut raw: Vec<i128> = indices(n * k, distinct, seed).iter().map(|&v| v as i128).collect();
+        fit_tuples(&mut raw, &data_shape[..k], gatherscatter::DType::I64);
+        let idx = Tensor::new(idx_shape.to_vec(), raw.iter().map(|&v| v as i64).collect::<Vec<_>>()).unwrap();
+        let block: usize = data_shape[k..].iter().product();
+        let mut upd_shape = vec![n];
+        upd_shape.extend_from_slice(&data_shape[k..]);
+        let upd_values = floats(n * block, seed ^ 5);
+        let updates = Tensor::new(upd_shape, upd_values.clone()).unwrap();
+        for reduction in Reduction::ALL {
+            let out = same_for_every_thread_count(|| {
+                ScatterND::new().reduction(reduction).run(&data, &idx, &updates).unwrap()
+            });
+            let expected = reference_scatter_nd(
+                data.data::<f32>().unwrap(), &data_shape, &raw, &idx_shape, &upd_values,
+                |x, y| f32::reduce(reduction.name(), x, y).unwrap(),
+            ).unwrap();
+            let expected = Tensor::new(data_shape.to_vec(), expected).unwrap();
+            prop_assert_eq!(format!("{out:?}"), format!("{expected:?}"));
+        }
+    }
+
+    /// TensorScatter on caches of 300 KiB and up: tasks own ranges of cache
+    /// rows, which start mid-batch when the axis is 2.
+    #[test]
+    fn tensor_scatter_matches_the_reference_for_every_thread_count(
+        batch in 2usize..5, heads in 1usize..4, max in 40usize..80, inner in 200usize..300,
+        seq_pick in any::<prop::sample::Index>(), axis in 1usize..3, circular in any::<bool>(),
+        seed in any::<u64>()
+    ) {
+        // [batch, heads, max, inner] along axis 2; [batch, max, heads, inner] along 1.
+        let shape = if axis == 2 { [batch, heads, max, inner] } else { [batch, max, heads, inner] };
+        let seq = seq_pick.index(max + 1);
+        let mut update_shape = shape;
+        update_shape[axis] = seq;
+        let past_values = floats(shape.iter().product(), seed);
+        let update_values = floats(update_shape.iter().product(), seed ^ 7);
+        let write: Vec<i64> = (0..batch as u64)
+            .map(|b| {
+                let w = (seed.wrapping_add(b * 7919) % (max as u64 + 1)) as usize;
+                if circular { w as i64 } else { w.min(max - seq) as i64 }
+            })
+            .collect();
+        let past = Tensor::new(shape.to_vec(), past_values.clone()).unwrap();
+        let update = Tensor::new(update_shape.to_vec(), update_values.clone()).unwrap();
+        let write_tensor = Tensor::new(vec![batch], write.clone()).unwrap();
+        let mode = if circular { ScatterMode::Circular } else { ScatterMode::Linear };
+        let out = same_for_every_thread_count(|| {
+            TensorScatter::new()
+                .axis(axis as i64)
+                .mode(mode)
+                .run(&past, &update, Some(TensorView::from(&write_tensor)))
+                .unwrap()
+        });
+        // present[p, w + s, ..] = update[p, s, ..], positions modulo max when circular.
+        let mut expected = past_values;
+        for coord in coordinates(&update_shape) {
+            let mut pos = write[coord[0]] as usize + coord[axis];
+            if circular {
+                pos %= max;
+            }
+            let mut target = coord.clone();
+            target[axis] = pos;
+            expected[offset(&target, &shape)] = update_values[offset(&coord, &update_shape)];
+        }
+        prop_assert_eq!(out, Tensor::new(shape.to_vec(), expected).unwrap());
     }
 }

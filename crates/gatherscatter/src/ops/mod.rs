@@ -21,21 +21,16 @@ pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
     })
 }
 
-/// A copy of `data` as the output of a scatter, or an allocation error.
-/// Large copies are split across the pool, whose threads also take the
-/// first page faults of a fresh allocation.
-pub(crate) fn copy_of<T: Element>(data: &[T]) -> Result<Vec<T>> {
-    let mut out = alloc_output::<T>(data.len())?;
-    let source = T::as_words(data);
-    let target = T::as_words_mut(&mut out);
-    let per_task = source
+/// `out = data` (same length). Large copies are split across the pool,
+/// whose threads also take the first page faults of a fresh allocation.
+pub(crate) fn copy_into<W: Clone + Send + Sync>(data: &[W], out: &mut [W]) {
+    let per_task = data
         .len()
-        .div_ceil(parallel::tasks(std::mem::size_of_val(source), source.len()));
-    parallel::for_each_chunk(target, per_task, |task, chunk| {
+        .div_ceil(parallel::tasks(std::mem::size_of_val(data), data.len()));
+    parallel::for_each_chunk(out, per_task, |task, chunk| {
         let start = task * per_task;
-        chunk.clone_from_slice(&source[start..start + chunk.len()]);
+        chunk.clone_from_slice(&data[start..start + chunk.len()]);
     });
-    Ok(out)
 }
 
 /// Scatter updates must have the data's dtype. `context` holds `{}` where the

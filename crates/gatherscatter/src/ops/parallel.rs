@@ -29,6 +29,15 @@ pub(crate) fn tasks(out_bytes: usize, units: usize) -> usize {
     }
 }
 
+/// Like [`tasks`], but at most one task per thread: for kernels where each
+/// task repeats a walk over all the input (ScatterND's tuples).
+pub(crate) fn one_task_per_thread(out_bytes: usize, units: usize) -> usize {
+    match tasks(out_bytes, units) {
+        1 => 1,
+        many => many.min(rayon::current_num_threads()),
+    }
+}
+
 /// Run `f(task, chunk)` over `out` cut into chunks of `chunk_len` (the last
 /// may be shorter): inline if there is a single chunk, else on the pool.
 pub(crate) fn for_each_chunk<W: Send>(

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::parallel;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::IndexElement;
@@ -297,32 +298,53 @@ fn execute<T: Element>(
     positions: &[usize],
     plan: &Plan,
 ) -> Result<TypedTensor<T>> {
-    let mut out = super::copy_of(past.data())?;
-    if plan.inner > 0 && plan.per_batch > 0 && plan.sequence_length > 0 {
-        write_windows(
-            T::as_words_mut(&mut out),
-            T::as_words(update.data()),
-            positions,
-            plan,
-        );
-    }
+    let mut out = super::alloc_output::<T>(past.len())?;
+    copy_and_write_windows(
+        T::as_words(past.data()),
+        T::as_words_mut(&mut out),
+        T::as_words(update.data()),
+        positions,
+        plan,
+    );
     Ok(TypedTensor::from_parts_unchecked(
         past.shape().to_vec(),
         out,
     ))
 }
 
-/// Positions are distinct within a window (`sequence_length <=
+/// `out = past`, then each cache row (one prefix `p`: `max_sequence_length`
+/// positions of `inner` elements) gets its window of `update`. Rows are
+/// independent, so each task owns a range of them, copies it and writes its
+/// windows. Positions are distinct within a window (`sequence_length <=
 /// max_sequence_length`), so the order of writes does not matter.
-fn write_windows<W: Clone>(out: &mut [W], update: &[W], positions: &[usize], plan: &Plan) {
+fn copy_and_write_windows<W: Clone + Send + Sync>(
+    past: &[W],
+    out: &mut [W],
+    update: &[W],
+    positions: &[usize],
+    plan: &Plan,
+) {
     let (max, seq, inner) = (plan.max_sequence_length, plan.sequence_length, plan.inner);
-    let cache_rows = out.chunks_exact_mut(max * inner);
-    let update_rows = update.chunks_exact(seq * inner);
-    for (p, (cache, upd)) in cache_rows.zip(update_rows).enumerate() {
-        let start = positions[p / plan.per_batch];
-        for (s, src) in upd.chunks_exact(inner).enumerate() {
-            let pos = (start + s) % max;
-            cache[pos * inner..(pos + 1) * inner].clone_from_slice(src);
-        }
+    let cache_row = max * inner;
+    let update_row = seq * inner;
+    if cache_row == 0 || update_row == 0 || plan.per_batch == 0 {
+        super::copy_into(past, out);
+        return;
     }
+    let rows = out.len() / cache_row;
+    let rows_per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(out), rows));
+    parallel::for_each_chunk(out, rows_per_task * cache_row, |task, owned| {
+        let first = task * rows_per_task;
+        let offset = first * cache_row;
+        owned.clone_from_slice(&past[offset..offset + owned.len()]);
+        for (k, cache) in owned.chunks_exact_mut(cache_row).enumerate() {
+            let p = first + k;
+            let start = positions[p / plan.per_batch];
+            let window = &update[p * update_row..(p + 1) * update_row];
+            for (s, src) in window.chunks_exact(inner).enumerate() {
+                let pos = (start + s) % max;
+                cache[pos * inner..(pos + 1) * inner].clone_from_slice(src);
+            }
+        }
+    });
 }
