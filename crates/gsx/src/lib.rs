@@ -7,6 +7,7 @@
 pub mod commands;
 pub mod error;
 pub mod files;
+pub mod heap;
 pub mod npy;
 
 pub use error::CliError;

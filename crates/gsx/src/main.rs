@@ -6,7 +6,9 @@ use clap::Parser;
 use gsx::commands::{execute, Cli};
 
 fn main() -> ExitCode {
-    match execute(Cli::parse()) {
+    let cli = Cli::parse();
+    gsx::heap::reexec_with_tunables(gsx::heap::REUSE_TUNABLES, cli.system_malloc);
+    match execute(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gsx: {e}");

@@ -815,3 +815,37 @@ fn a_failed_call_leaves_an_existing_output_and_the_inputs_intact() {
         .collect();
     assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
 }
+
+#[test]
+fn system_malloc_is_accepted_anywhere_and_changes_no_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = fixture("float32", "data.npy");
+    let indices = fixture("float32", "gather_indices.npy");
+    let mut outputs = Vec::new();
+    for (k, flags) in [&[][..], &["--system-malloc"][..]].iter().enumerate() {
+        let out = dir.path().join(format!("out{k}.npy"));
+        let mut args: Vec<&str> = flags.to_vec();
+        args.extend([
+            "gather",
+            path_str(&data),
+            path_str(&indices),
+            "-o",
+            path_str(&out),
+        ]);
+        assert_success(&gsx(&args));
+        outputs.push(read_tensor(&out));
+    }
+    let after = dir.path().join("after.npy");
+    let args = [
+        "gather",
+        path_str(&data),
+        path_str(&indices),
+        "-o",
+        path_str(&after),
+        "--system-malloc",
+    ];
+    assert_success(&gsx(&args));
+    outputs.push(read_tensor(&after));
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+}

@@ -16,18 +16,8 @@
 //! workload is not one this program knows.
 //!
 //! Unless `--system-malloc` is given, the program re-executes itself with
-//! glibc tunables that make the heap behave like the peers' allocators:
-//! - `glibc.malloc.hugetlb=1`: transparent huge pages on large blocks (as
-//!   numpy asks for its arrays), so a fresh 64 MiB output costs 32 page
-//!   faults instead of 16,384;
-//! - `glibc.malloc.mmap_max=0`, `glibc.malloc.trim_threshold=4294967296`
-//!   and `glibc.malloc.arena_max=1`: a freed output stays in the one heap and
-//!   the next call reuses it instead of faulting fresh pages in again, as
-//!   onnxruntime's arena and torch's caching do. (Without these, every
-//!   fresh output over 32 MiB is a new `mmap`, whose page faults cost more
-//!   than the gather itself on this machine.)
-//!
-//! Any program embedding the library can set the same variable.
+//! the heap settings of [`gsx::heap`], which make glibc's heap behave like
+//! the peers' allocators.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -70,33 +60,6 @@ struct Args {
     /// mapped and unmapped per call).
     #[arg(long)]
     system_malloc: bool,
-}
-
-const HEAP_TUNABLES: &str = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:\
-glibc.malloc.trim_threshold=4294967296:glibc.malloc.arena_max=1";
-
-/// Re-run this program with the heap tunables set, which glibc reads only at
-/// start-up. Returns only if that is not needed or not possible.
-fn reexec_with_heap_tunables(args: &Args) {
-    let set = std::env::var("GLIBC_TUNABLES").is_ok_and(|v| v.contains(HEAP_TUNABLES));
-    if args.system_malloc || set || !cfg!(all(target_os = "linux", target_env = "gnu")) {
-        return;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        let tunables = match std::env::var("GLIBC_TUNABLES") {
-            Ok(v) if !v.is_empty() => format!("{v}:{HEAP_TUNABLES}"),
-            _ => HEAP_TUNABLES.to_string(),
-        };
-        if let Ok(exe) = std::env::current_exe() {
-            let error = std::process::Command::new(exe)
-                .args(std::env::args_os().skip(1))
-                .env("GLIBC_TUNABLES", tunables)
-                .exec();
-            eprintln!("note: running with glibc's default heap settings ({error})");
-        }
-    }
 }
 
 /// The workload's operator with its attributes.
@@ -256,7 +219,7 @@ fn time_calls(args: &Args, workload: &Workload, inputs: &Inputs) -> Result<Strin
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    reexec_with_heap_tunables(&args);
+    gsx::heap::reexec_with_tunables(gsx::heap::HUGE_PAGE_TUNABLES, args.system_malloc);
     match run(&args) {
         Ok(Ok(line)) => {
             println!("{line}");

@@ -13,6 +13,11 @@ pub mod run;
 #[derive(Debug, Parser)]
 #[command(name = "gsx", version, about, long_about = None)]
 pub struct Cli {
+    /// Keep glibc's default heap settings (large blocks mapped and unmapped
+    /// per call) instead of re-running with a heap that keeps freed outputs
+    /// for reuse.
+    #[arg(long, global = true)]
+    pub system_malloc: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
