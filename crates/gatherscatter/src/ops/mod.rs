@@ -27,9 +27,23 @@ pub(crate) fn copy_into<W: Clone + Send + Sync>(data: &[W], out: &mut [W]) {
     let per_task = data
         .len()
         .div_ceil(parallel::tasks(std::mem::size_of_val(data), data.len()));
-    parallel::for_each_chunk(out, per_task, |task, chunk| {
-        let start = task * per_task;
+    copy_then(data, out, per_task, |_, _| {});
+}
+
+/// `out = data` in chunks of `chunk_len` elements (across the pool when
+/// there are several), each task then running `then(start, chunk)` on the
+/// chunk it just copied (output elements `start..`), while it is in cache.
+pub(crate) fn copy_then<W: Clone + Send + Sync>(
+    data: &[W],
+    out: &mut [W],
+    chunk_len: usize,
+    then: impl Fn(usize, &mut [W]) + Sync + Send,
+) {
+    let chunk_len = chunk_len.max(1);
+    parallel::for_each_chunk(out, chunk_len, |task, chunk| {
+        let start = task * chunk_len;
         chunk.clone_from_slice(&data[start..start + chunk.len()]);
+        then(start, chunk);
     });
 }
 

@@ -250,9 +250,7 @@ fn scatter_slices<W: Clone + Send + Sync, C: Combine<W>>(
     // Every task walks every tuple, so more tasks than threads only repeats
     // that walk (element tuples at 2 threads: 37 ms with 8 tasks, 26 with 2).
     let per_task = slices.div_ceil(parallel::one_task_per_thread(bytes, slices)) * block;
-    parallel::for_each_chunk(out, per_task, |task, owned| {
-        let start = task * per_task;
-        owned.clone_from_slice(&data[start..start + owned.len()]);
+    super::copy_then(data, out, per_task, |start, owned| {
         let owned_range = start..start + owned.len();
         for (&off, upd) in offsets.iter().zip(updates.chunks_exact(block)) {
             if owned_range.contains(&off) {

@@ -333,10 +333,8 @@ fn copy_and_write_windows<W: Clone + Send + Sync>(
     }
     let rows = out.len() / cache_row;
     let rows_per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(out), rows));
-    parallel::for_each_chunk(out, rows_per_task * cache_row, |task, owned| {
-        let first = task * rows_per_task;
-        let offset = first * cache_row;
-        owned.clone_from_slice(&past[offset..offset + owned.len()]);
+    super::copy_then(past, out, rows_per_task * cache_row, |offset, owned| {
+        let first = offset / cache_row;
         for (k, cache) in owned.chunks_exact_mut(cache_row).enumerate() {
             let p = first + k;
             let start = positions[p / plan.per_batch];
