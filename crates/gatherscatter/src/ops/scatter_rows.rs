@@ -60,7 +60,7 @@ pub(crate) fn scatter<W: Clone + Send + Sync, C: Combine<W>>(
         });
     }
     if by_columns {
-        return scatter_by_columns::<W, C>(data, out, g, indices, updates, tasks);
+        return scatter_by_columns::<W, C>(data, out, g, indices, updates, tasks, true);
     }
     out.clone_from_slice(data);
     apply_rows::<W, C>(out, 0, g, RowRange::all(g), indices, updates)
@@ -199,6 +199,12 @@ fn apply_rows<W: Clone, C: Combine<W>>(
 /// Each task owns columns `[c0, c1)` of every output row (rows of the last
 /// dim), copies its pieces of `data`, then applies every index row's share
 /// of those columns, in order.
+///
+/// With several tasks, each works on a private contiguous copy of its
+/// columns and writes it back: the random updates then index one slice
+/// instead of a table of row pieces, about 20% faster on W7 at 2 threads.
+/// Without `private_copies`, or when a copy cannot be allocated, the task
+/// updates its row pieces in place (same order, same result).
 fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
     data: &[W],
     out: &mut [W],
@@ -206,6 +212,7 @@ fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
     indices: &[i64],
     updates: &[W],
     tasks: usize,
+    private_copies: bool,
 ) -> Result<(), usize> {
     let rank = g.data_shape.len();
     let last = g.data_shape[rank - 1];
@@ -219,25 +226,6 @@ fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
         };
         return apply_column_strips::<W, C, _>(&mut rows, 0, last, g, indices, updates);
     }
-    scatter_into_column_pieces::<W, C>(data, out, g, indices, updates, tasks, true)
-}
-
-/// The multi-task column split. Each task works on a private contiguous
-/// copy of its columns and writes it back: the random updates then index
-/// one slice instead of a table of row pieces, about 20% faster on W7 at
-/// 2 threads. Without `private_copies`, or when a copy cannot be allocated,
-/// the task updates its row pieces in place (same order, same result).
-fn scatter_into_column_pieces<W: Clone + Send + Sync, C: Combine<W>>(
-    data: &[W],
-    out: &mut [W],
-    g: &Geometry<'_>,
-    indices: &[i64],
-    updates: &[W],
-    tasks: usize,
-    private_copies: bool,
-) -> Result<(), usize> {
-    let rank = g.data_shape.len();
-    let last = g.data_shape[rank - 1];
     let cuts: Vec<usize> = (0..=tasks).map(|t| t * last / tasks).collect();
     let pieces = parallel::column_pieces(out, last, &cuts);
     pieces
@@ -400,7 +388,7 @@ mod tests {
         for tasks in [2, 3] {
             for private_copies in [true, false] {
                 let mut out = vec![0; data.len()];
-                scatter_into_column_pieces::<i64, AddOp>(
+                scatter_by_columns::<i64, AddOp>(
                     &data,
                     &mut out,
                     &g,
@@ -417,7 +405,7 @@ mod tests {
             }
         }
         let mut whole = vec![0; data.len()];
-        scatter_by_columns::<i64, AddOp>(&data, &mut whole, &g, &idx, &upd, 1).unwrap();
+        scatter_by_columns::<i64, AddOp>(&data, &mut whole, &g, &idx, &upd, 1, true).unwrap();
         assert_eq!(whole, expected);
     }
 }
