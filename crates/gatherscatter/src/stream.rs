@@ -9,6 +9,8 @@
 //!   pass over memory instead of two.
 //! - Prefetching the rows a few blocks ahead keeps several random rows in
 //!   flight instead of waiting for each one when its copy starts.
+//! - From a source larger than the cache, copying rows in the order they
+//!   sit in the source turns random reads into a forward stream.
 //!
 //! On other targets the functions fall back to plain copies, so callers never
 //! need a `cfg`. Under Miri, which cannot execute `movntdq`, `sfence` or
@@ -85,7 +87,8 @@ pub(crate) fn new_vec_of_blocks<T: Element, I: Iterator<Item = usize> + Clone>(
 /// `first` on. Slots with no source (past the listing's end, or a block
 /// outside `src`) and trailing bytes are zeroed. Large outputs are split
 /// across the rayon pool; each task prefetches its source blocks ahead and
-/// writes with streaming stores.
+/// writes with streaming stores, in source order when that pays (see
+/// [`reads_in_source_order`]).
 pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     dst: &mut [B],
     src: &[u8],
@@ -94,23 +97,153 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
 ) {
     let block_len = block_len.max(1);
     let blocks = dst.len().div_ceil(block_len);
-    let per_task = blocks.div_ceil(parallel::tasks(dst.len(), blocks));
+    let by_source = reads_in_source_order(src.len(), block_len);
+    // In source order each task's reads are the denser the fewer tasks
+    // share the output, so that order takes one task per thread.
+    let tasks = if by_source {
+        parallel::one_task_per_thread(dst.len(), blocks)
+    } else {
+        parallel::tasks(dst.len(), blocks)
+    };
+    let per_task = blocks.div_ceil(tasks);
     let ahead = (PREFETCH_BYTES_AHEAD / block_len).clamp(2, 16);
     parallel::for_each_chunk(dst, per_task * block_len, |task, chunk| {
         let listed = source(task * per_task);
-        let mut upcoming = listed.clone().skip(ahead);
-        let mut listed = listed.fuse();
-        for slot in chunk.chunks_mut(block_len) {
-            if let Some(next) = upcoming.next().and_then(|b| block(src, b, block_len)) {
-                prefetch_items(next);
-            }
-            match listed.next().and_then(|b| block(src, b, block_len)) {
-                Some(from) if from.len() == slot.len() => copy_nontemporal(slot, from),
-                _ => zero(slot),
-            }
+        let order = by_source
+            .then(|| {
+                source_order(
+                    listed.clone(),
+                    chunk.len(),
+                    src.len() / block_len,
+                    block_len,
+                )
+            })
+            .flatten();
+        match order {
+            Some(order) => copy_in_source_order(chunk, src, block_len, &order, ahead),
+            None => copy_in_slot_order(chunk, src, block_len, listed, ahead),
         }
         store_fence();
     });
+}
+
+/// Sources at least this large do not fit in the last-level cache, so each
+/// random block read goes to memory.
+const SOURCE_ORDER_MIN_SOURCE_BYTES: usize = 16 << 20;
+
+/// Blocks at least this long keep the order table (8 bytes per block)
+/// within 3% of the output.
+const SOURCE_ORDER_MIN_BLOCK: usize = 256;
+
+/// Source-order buckets per task: 2^12 (a 16 KiB table of counts, which
+/// stays in L1). Blocks inside a bucket are read in slot order; with as few
+/// as 2^8 buckets W1 was as fast as with an exact sort.
+const SOURCE_ORDER_BUCKET_BITS: u32 = 12;
+
+/// Whether a task copies its blocks grouped by where they sit in `src`
+/// rather than in output order. Random reads of a source larger than the
+/// cache wait on memory; in ascending address order they become a forward
+/// stream that the hardware prefetchers and the memory's open rows serve,
+/// while the output, written with streaming stores, does not wait for
+/// anything. (Measured on W1, 64 Ki rows of 1 KiB: about 1.3x faster on one
+/// thread, 1.15x on two.)
+fn reads_in_source_order(src_len: usize, block_len: usize) -> bool {
+    src_len >= SOURCE_ORDER_MIN_SOURCE_BYTES && block_len >= SOURCE_ORDER_MIN_BLOCK
+}
+
+/// The slots of a chunk of `chunk_len` bytes (whole blocks of `block_len`),
+/// ordered by the bucket of `src` block they read, each entry
+/// `source_block << 32 | slot`; within a bucket, slots keep their order.
+/// `None` when that order cannot be built: a partial or unlisted slot, a
+/// block outside the `src_blocks` of the source, counts beyond 32 bits, or
+/// no memory for the table. The caller then copies in slot order, which
+/// handles every case.
+fn source_order(
+    listed: impl Iterator<Item = usize> + Clone,
+    chunk_len: usize,
+    src_blocks: usize,
+    block_len: usize,
+) -> Option<Vec<u64>> {
+    if chunk_len % block_len != 0 {
+        return None;
+    }
+    let slots = chunk_len / block_len;
+    u32::try_from(slots).ok()?;
+    u32::try_from(src_blocks).ok()?;
+    let shift = (usize::BITS - src_blocks.leading_zeros()).saturating_sub(SOURCE_ORDER_BUCKET_BITS);
+    let buckets = (src_blocks >> shift) + 1;
+    // starts[k + 1] counts bucket k's slots, then (after the prefix sum)
+    // starts[k] is where bucket k's next slot goes.
+    let mut starts: Vec<u32> = Vec::new();
+    starts.try_reserve_exact(buckets + 1).ok()?;
+    starts.resize(buckets + 1, 0);
+    let mut listed_slots = 0;
+    for b in listed.clone().take(slots) {
+        if b >= src_blocks {
+            return None;
+        }
+        starts[(b >> shift) + 1] += 1;
+        listed_slots += 1;
+    }
+    if listed_slots != slots {
+        return None;
+    }
+    for k in 1..starts.len() {
+        starts[k] += starts[k - 1];
+    }
+    let mut order: Vec<u64> = Vec::new();
+    order.try_reserve_exact(slots).ok()?;
+    order.resize(slots, 0);
+    for (slot, b) in listed.take(slots).enumerate() {
+        let next = &mut starts[b >> shift];
+        order[*next as usize] = (b as u64) << 32 | slot as u64;
+        *next += 1;
+    }
+    Some(order)
+}
+
+/// Copy the blocks that `order` (from [`source_order`]) pairs with the
+/// slots of `chunk`, in that order, prefetching `ahead` entries on.
+fn copy_in_source_order<B: OutByte>(
+    chunk: &mut [B],
+    src: &[u8],
+    block_len: usize,
+    order: &[u64],
+    ahead: usize,
+) {
+    let split = |entry: u64| ((entry >> 32) as usize, entry as u32 as usize);
+    for (k, &entry) in order.iter().enumerate() {
+        if let Some(&upcoming) = order.get(k + ahead) {
+            block(src, split(upcoming).0, block_len).map(prefetch_items);
+        }
+        let (b, slot) = split(entry);
+        let to = chunk.get_mut(slot * block_len..(slot + 1) * block_len);
+        if let (Some(to), Some(from)) = (to, block(src, b, block_len)) {
+            copy_nontemporal(to, from);
+        }
+    }
+}
+
+/// Copy `chunk`'s slots in order from the blocks `listed` names, zeroing
+/// slots with no source, prefetching `ahead` blocks on.
+fn copy_in_slot_order<B: OutByte>(
+    chunk: &mut [B],
+    src: &[u8],
+    block_len: usize,
+    listed: impl Iterator<Item = usize> + Clone,
+    ahead: usize,
+) {
+    let mut upcoming = listed.clone().skip(ahead);
+    let mut listed = listed.fuse();
+    for slot in chunk.chunks_mut(block_len) {
+        if let Some(next) = upcoming.next().and_then(|b| block(src, b, block_len)) {
+            prefetch_items(next);
+        }
+        match listed.next().and_then(|b| block(src, b, block_len)) {
+            Some(from) if from.len() == slot.len() => copy_nontemporal(slot, from),
+            _ => zero(slot),
+        }
+    }
 }
 
 fn block(src: &[u8], b: usize, block_len: usize) -> Option<&[u8]> {
@@ -283,6 +416,83 @@ mod tests {
                     "{block_len} {len}"
                 );
             }
+        }
+    }
+
+    /// Source order groups slots by the bucket of the block they read and
+    /// keeps slot order inside a bucket; copying in that order writes what
+    /// slot order writes.
+    #[test]
+    fn source_order_copies_the_same_blocks_as_slot_order() {
+        let block_len = 4;
+        // 9000 source blocks: more than 2^12, so buckets hold several blocks.
+        let src: Vec<u8> = (0..9000 * block_len)
+            .map(|v| (v * 31 % 251) as u8)
+            .collect();
+        let listed: Vec<usize> = (0..300).map(|k| (k * 7919 + 13) % 9000).collect();
+        let order = source_order(listed.iter().copied(), 300 * block_len, 9000, block_len)
+            .expect("every slot is listed");
+        let shift = (usize::BITS - 9000usize.leading_zeros()) - SOURCE_ORDER_BUCKET_BITS;
+        let entries: Vec<(usize, usize)> = order
+            .iter()
+            .map(|&e| ((e >> 32) as usize, e as u32 as usize))
+            .collect();
+        let mut slots: Vec<usize> = entries.iter().map(|&(_, slot)| slot).collect();
+        slots.sort_unstable();
+        assert_eq!(slots, (0..300).collect::<Vec<_>>());
+        for pair in entries.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            assert_eq!(listed[a.1], a.0);
+            assert!(a.0 >> shift < b.0 >> shift || (a.0 >> shift == b.0 >> shift && a.1 < b.1));
+        }
+        let mut dst = vec![0xAAu8; 300 * block_len];
+        copy_in_source_order(&mut dst, &src, block_len, &order, 3);
+        store_fence();
+        assert_eq!(dst, expected_blocks(&src, block_len, &listed, dst.len()));
+    }
+
+    /// Cases source order does not take, left to the slot-order copy.
+    #[test]
+    fn source_order_declines_what_it_cannot_order() {
+        let listed = [0usize, 5, 2];
+        let ok = |chunk_len, src_blocks| {
+            source_order(listed.iter().copied(), chunk_len, src_blocks, 8).is_some()
+        };
+        assert!(ok(24, 6));
+        assert!(!ok(20, 6), "a partial slot");
+        assert!(!ok(32, 6), "a slot with no listed block");
+        assert!(!ok(24, 5), "a block outside the source");
+        assert!(!ok(24, 1 << 40), "more source blocks than 32 bits count");
+    }
+
+    /// A source large enough for the source-order path, split across
+    /// threads when the caller runs in a pool.
+    #[test]
+    #[cfg_attr(miri, ignore = "16 MiB of copying is too slow under Miri")]
+    fn fill_blocks_in_source_order_matches_slot_order() {
+        let block_len = SOURCE_ORDER_MIN_BLOCK;
+        let src_blocks = SOURCE_ORDER_MIN_SOURCE_BYTES / block_len;
+        assert!(reads_in_source_order(src_blocks * block_len, block_len));
+        let src: Vec<u8> = (0..src_blocks * block_len)
+            .map(|v| (v % 253) as u8)
+            .collect();
+        let listed: Vec<usize> = (0..40_000)
+            .map(|k| (k * 104_729 + 7) % src_blocks)
+            .collect();
+        let len = listed.len() * block_len;
+        let expected = expected_blocks(&src, block_len, &listed, len);
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a small pool");
+            let mut dst = vec![0xAAu8; len];
+            pool.install(|| {
+                fill_blocks(&mut dst, &src, block_len, |first| {
+                    listed.iter().copied().skip(first)
+                })
+            });
+            assert!(dst == expected, "{threads} threads");
         }
     }
 

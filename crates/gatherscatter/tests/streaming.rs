@@ -1,7 +1,7 @@
 //! Gathers large enough for the streaming path (outputs of 8 MiB or more,
 //! blocks of a cache line or more): fresh outputs that are never zeroed,
-//! caller buffers, rows whose length is not a multiple of 16 bytes, and 1–3
-//! threads, checked against the formula `out[r] = data[idx(indices[r])]`
+//! caller buffers, rows whose length is not a multiple of 16 bytes, sources
+//! of 16 MiB or more (copied in source order), and 1–3 threads, checked against the formula `out[r] = data[idx(indices[r])]`
 //! and the naive reference.
 
 mod common;
@@ -71,6 +71,13 @@ fn f32_rows_of_one_kib() {
 }
 
 #[test]
+fn f32_rows_of_one_kib_from_a_source_past_the_cache() {
+    // 20,000 rows of 1 KiB: a 19.5 MiB source, so rows are copied grouped
+    // by where they sit in the source.
+    check_rows(20_000, 256, 8192, |i| i as f32 * 0.25 + 1.0);
+}
+
+#[test]
 fn f16_rows_of_512_bytes() {
     check_rows(3000, 256, 16400, |i| f16::from_f32((i % 2048) as f32));
 }
@@ -104,6 +111,30 @@ fn batched_inner_axis_gather_matches_the_reference() {
             Gather::new(2).batch_dims(1).run(&data, &indices).unwrap()
         });
         assert!(out.data::<f64>().unwrap().len() * 8 >= 8 * MIB);
+        assert_eq!(out.shape(), &ref_shape[..]);
+        assert!(
+            out.data::<f64>().unwrap() == &ref_values[..],
+            "{threads} threads"
+        );
+    }
+}
+
+#[test]
+fn batched_gather_from_a_source_past_the_cache_matches_the_reference() {
+    // data [2, 2, 1300, 512] f64 (4 KiB blocks, 20.3 MiB), axis 2,
+    // batch_dims 1: source order spans four slabs of two index batches.
+    let shape = [2usize, 2, 1300, 512];
+    let count: usize = shape.iter().product();
+    let values: Vec<f64> = (0..count).map(|i| i as f64).collect();
+    let data = Tensor::new(shape.to_vec(), values.clone()).unwrap();
+    let wide = row_indices(2 * 600, 1300);
+    let indices = index_tensor(DType::I32, &[2, 600], &wide);
+    let (ref_shape, ref_values) =
+        reference_gather(&values, &shape, &wide, &[2, 600], 2, 1).unwrap();
+    for threads in [1, 2, 3] {
+        let out = in_pool(threads, || {
+            Gather::new(2).batch_dims(1).run(&data, &indices).unwrap()
+        });
         assert_eq!(out.shape(), &ref_shape[..]);
         assert!(
             out.data::<f64>().unwrap() == &ref_values[..],
