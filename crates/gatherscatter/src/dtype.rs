@@ -163,7 +163,7 @@ pub trait Element:
     /// A plain type of the same size that copy-only kernels move instead of
     /// `Self`, so that `f32`, `i32` and `u32` share one compiled kernel.
     #[doc(hidden)]
-    type Word: Clone + Send + Sync;
+    type Word: Clone + Send + Sync + 'static;
 
     /// View a slice of elements as words of the same size (no copy).
     #[doc(hidden)]

@@ -79,7 +79,8 @@
 //! # Ok::<(), gatherscatter::Error>(())
 //! ```
 #![deny(missing_docs)]
-// The only `unsafe` is in `stream` (x86-64 streaming stores), allowed there.
+// `unsafe` is allowed in two modules only: `stream` (x86-64 streaming
+// stores) and `vector_gather` (AVX2 gathers).
 #![deny(unsafe_code)]
 
 mod display;
@@ -93,6 +94,7 @@ mod shape;
 mod stream;
 pub mod tensor;
 pub mod tensor_view;
+mod vector_gather;
 
 pub use dtype::{DType, Element};
 pub use error::{Error, ErrorKind, Result};

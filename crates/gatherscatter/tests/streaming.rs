@@ -1,4 +1,4 @@
-//! Gathers large enough for the streaming path (outputs of 8 MiB or more,
+//! Gathers and last-axis GatherElements large enough for the streaming path (outputs of 8 MiB or more,
 //! blocks of a cache line or more): fresh outputs that are never zeroed,
 //! caller buffers, rows whose length is not a multiple of 16 bytes, sources
 //! of 16 MiB or more (copied in source order), and 1–3 threads, checked against the formula `out[r] = data[idx(indices[r])]`
@@ -8,7 +8,7 @@ mod common;
 mod pool;
 
 use common::*;
-use gatherscatter::{DType, Element, ErrorKind, Gather, Tensor};
+use gatherscatter::{DType, Element, Error, ErrorKind, Gather, GatherElements, Tensor};
 use half::f16;
 use num_complex::Complex64;
 use pool::in_pool;
@@ -156,4 +156,78 @@ fn a_bad_index_in_a_large_gather_is_an_error() {
         .run_into(&data, &indices, &mut out)
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+}
+
+/// GatherElements along the last axis of `[rows, cols]` into an output of
+/// 8 MiB or more (the vector loop with streaming stores), fresh and into a
+/// buffer, 1–3 threads, every 4- and 8-byte word type's index types,
+/// checked against the naive reference.
+fn check_last_axis_elements<T: Element>(rows: usize, cols: usize, value: impl Fn(usize) -> T) {
+    let shape = [rows, cols];
+    let values: Vec<T> = (0..rows * cols).map(&value).collect();
+    let data = Tensor::new(shape.to_vec(), values.clone()).unwrap();
+    assert!(rows * cols * std::mem::size_of::<T>() >= 8 * MIB);
+    let raw: Vec<i128> = (0..rows * cols)
+        .map(|k| ((k * 2_654_435_761) % (2 * cols)) as i128 - cols as i128)
+        .collect();
+    for index_type in [DType::I64, DType::I32, DType::U32] {
+        let mut wide = raw.clone();
+        fit_to_index_type(&mut wide, index_type, cols);
+        let indices = index_tensor(index_type, &shape, &wide);
+        let want = reference_gather_elements(&values, &shape, &wide, &shape, 1).unwrap();
+        for threads in [1, 2, 3] {
+            let fresh = in_pool(threads, || {
+                GatherElements::new(1).run(&data, &indices).unwrap()
+            });
+            let mut into = Tensor::new(shape.to_vec(), vec![value(1); rows * cols]).unwrap();
+            in_pool(threads, || {
+                GatherElements::new(-1)
+                    .run_into(&data, &indices, &mut into)
+                    .unwrap()
+            });
+            for out in [&fresh, &into] {
+                assert!(
+                    out.data::<T>().unwrap() == &want[..],
+                    "{:?} {index_type:?} {threads} threads",
+                    T::DTYPE
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn f32_gather_elements_along_the_last_axis() {
+    check_last_axis_elements(520, 4096, |i| i as f32 - 7.5);
+}
+
+#[test]
+fn f64_gather_elements_along_a_short_last_axis() {
+    // Rows of 37: vectors of four, then a scalar tail in every row.
+    check_last_axis_elements(30_000, 37, |i| i as f64 * 0.5);
+}
+
+#[test]
+fn the_first_bad_index_of_a_large_last_axis_gather_elements_is_reported() {
+    let (rows, cols) = (520usize, 4096usize);
+    let data = Tensor::new(vec![rows, cols], vec![1.0f32; rows * cols]).unwrap();
+    let mut raw: Vec<i128> = (0..rows * cols).map(|k| (k % cols) as i128).collect();
+    // Two bad values in different tasks' rows: the first in row-major order wins.
+    raw[300 * cols + 13] = cols as i128;
+    raw[500 * cols + 2] = -(cols as i128) - 1;
+    let indices = index_tensor(DType::I64, &[rows, cols], &raw);
+    for threads in [1, 2, 3] {
+        let err = in_pool(threads, || GatherElements::new(1).run(&data, &indices)).unwrap_err();
+        let Error::IndexOutOfRange {
+            value, position, ..
+        } = err
+        else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            (value, position),
+            (cols as i128, vec![300, 13]),
+            "{threads} threads"
+        );
+    }
 }

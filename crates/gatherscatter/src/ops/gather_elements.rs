@@ -10,9 +10,10 @@ use crate::ops::parallel;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{element_count, normalize_axis, require_rank_at_least_1, strides, RowBases};
-use crate::stream::prefetch_items;
+use crate::stream::{prefetch_items, store_fence, STREAMING_MIN_BYTES};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::vector_gather;
 use rayon::prelude::*;
 
 /// The GatherElements operator: its axis and the contract it is checked against.
@@ -390,7 +391,7 @@ fn fill<T: Element, I: IndexElement>(
 /// [`check_indices_shape`]. Rows of the output (its last dim) are
 /// independent: contiguous ranges of rows go to separate tasks. Returns the
 /// flat position of a bad index if a task meets one.
-fn gather_rows<W: Clone + Send + Sync>(
+fn gather_rows<W: Clone + Send + Sync + 'static>(
     data: &[W],
     data_shape: &[usize],
     indices_shape: &[usize],
@@ -405,6 +406,7 @@ fn gather_rows<W: Clone + Send + Sync>(
         row_len,
         axis_stride: strides(data_shape)[axis],
         innermost: axis == indices_shape.len() - 1,
+        streaming: std::mem::size_of_val(out) >= STREAMING_MIN_BYTES,
         tile: outer_axis_tile::<W>(rule.size),
     };
     let tasks = parallel::tasks(std::mem::size_of_val(out), rows);
@@ -444,12 +446,14 @@ struct RowGeometry {
     row_len: usize,
     axis_stride: usize,
     innermost: bool,
+    /// The output is larger than the cache: vector loops store past it.
+    streaming: bool,
     tile: usize,
 }
 
 /// Fill whole rows `dst` from their data bases and indices; `Err(k)` when
 /// the k-th index of this range is out of range.
-fn gather_row_range<W: Clone>(
+fn gather_row_range<W: Clone + 'static>(
     data: &[W],
     geometry: &RowGeometry,
     rule: &AxisRule,
@@ -461,21 +465,31 @@ fn gather_row_range<W: Clone>(
         row_len,
         axis_stride,
         innermost,
+        streaming,
         tile,
     } = *geometry;
     if innermost {
         // Innermost axis: each row reads one contiguous data row at random offsets.
+        let vector = vector_row::<W>();
         let rows = out
             .chunks_exact_mut(row_len)
             .zip(indices.chunks_exact(row_len));
         let mut bases = bases.peekable();
-        for (r, (dst, idx)) in rows.enumerate() {
-            let Some(base) = bases.next() else { break };
-            let next = bases.peek().map_or(&[][..], |&b| &data[b..b + rule.size]);
-            gather_within_row(&data[base..base + rule.size], next, rule, idx, dst)
-                .map_err(|j| r * row_len + j)?;
+        let fill_rows = || {
+            for (r, (dst, idx)) in rows.enumerate() {
+                let Some(base) = bases.next() else { break };
+                let next = bases.peek().map_or(&[][..], |&b| &data[b..b + rule.size]);
+                let row = &data[base..base + rule.size];
+                gather_within_row(row, next, rule, idx, dst, vector, streaming)
+                    .map_err(|j| r * row_len + j)?;
+            }
+            Ok(())
+        };
+        let done = fill_rows();
+        if streaming {
+            store_fence();
         }
-        return Ok(());
+        return done;
     }
     // Outer axis: element j of a row reads data[base + i * axis_stride + j],
     // in column tiles (see `outer_axis_tile`).
@@ -514,7 +528,14 @@ fn gather_within_row<W: Clone>(
     rule: &AxisRule,
     indices: &[i64],
     dst: &mut [W],
+    vector: Option<VectorRow<W>>,
+    streaming: bool,
 ) -> std::result::Result<(), usize> {
+    let shift = if rule.negative_allowed {
+        i64::try_from(rule.size).unwrap_or(i64::MAX)
+    } else {
+        0
+    };
     const CHUNK: usize = 256;
     let share = next_row
         .len()
@@ -525,11 +546,32 @@ fn gather_within_row<W: Clone>(
         if let Some(lines) = ahead.next() {
             prefetch_items(lines);
         }
+        if let Some(done) = vector.and_then(|gather| gather(row, idx, shift, dst, streaming)) {
+            done.map_err(|j| c * CHUNK + j)?;
+            continue;
+        }
         for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
             *d = row.get(rule.position(v)).ok_or(c * CHUNK + j)?.clone();
         }
     }
     Ok(())
+}
+
+/// A vector loop for one row of words: `dst[j] = row[indices[j]]`, each
+/// negative index shifted by the given amount, with streaming stores if
+/// asked; `None` when the CPU cannot run it. See [`vector_gather`].
+type VectorRow<W> = fn(&[W], &[i64], i64, &mut [W], bool) -> Option<std::result::Result<(), usize>>;
+
+/// The vector loop for words of type `W`, if there is one: 4- and 8-byte
+/// words (f32, i32, u32, f64, i64, u64).
+fn vector_row<W: 'static>() -> Option<VectorRow<W>> {
+    let u32s: VectorRow<u32> = vector_gather::gather_u32s;
+    let u64s: VectorRow<u64> = vector_gather::gather_u64s;
+    let u32s: &dyn std::any::Any = &u32s;
+    let u64s: &dyn std::any::Any = &u64s;
+    u32s.downcast_ref::<VectorRow<W>>()
+        .or_else(|| u64s.downcast_ref::<VectorRow<W>>())
+        .copied()
 }
 
 /// `dst[j] = data[start + i_j * axis_stride + j]` for the positions `i_j`
