@@ -39,21 +39,19 @@ pub(crate) fn gather_u32s(
     dst: &mut [u32],
     streaming: bool,
 ) -> Option<Result<(), usize>> {
-    if !avx2_available() {
-        return None;
-    }
     #[cfg(target_arch = "x86_64")]
-    {
-        let len = dst.len().min(indices.len());
-        // SAFETY: AVX2 is available (checked above); the slices are live
-        // borrows and the kernel reads `indices[..len]`, writes
-        // `dst[..len]` and reads `row` only at checked positions.
-        let done =
-            unsafe { x86::gather_u32s_avx2(row, &indices[..len], negative_shift, dst, streaming) };
-        Some(finish_scalar(row, indices, negative_shift, dst, done))
-    }
+    return run(
+        row,
+        indices,
+        negative_shift,
+        dst,
+        streaming,
+        x86::gather_u32s_avx2,
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    None
+    let _ = (row, indices, negative_shift, dst, streaming);
+    #[cfg(not(target_arch = "x86_64"))]
+    return None;
 }
 
 /// [`gather_u32s`] for 8-byte words.
@@ -64,19 +62,40 @@ pub(crate) fn gather_u64s(
     dst: &mut [u64],
     streaming: bool,
 ) -> Option<Result<(), usize>> {
+    #[cfg(target_arch = "x86_64")]
+    return run(
+        row,
+        indices,
+        negative_shift,
+        dst,
+        streaming,
+        x86::gather_u64s_avx2,
+    );
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (row, indices, negative_shift, dst, streaming);
+    #[cfg(not(target_arch = "x86_64"))]
+    return None;
+}
+
+/// Run an AVX2 `kernel` (which writes a prefix of `dst`), then the rest
+/// with the scalar loop; `None` without AVX2.
+#[cfg(target_arch = "x86_64")]
+fn run<W: Copy>(
+    row: &[W],
+    indices: &[i64],
+    negative_shift: i64,
+    dst: &mut [W],
+    streaming: bool,
+    kernel: x86::Kernel<W>,
+) -> Option<Result<(), usize>> {
     if !avx2_available() {
         return None;
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        let len = dst.len().min(indices.len());
-        // SAFETY: as in `gather_u32s`.
-        let done =
-            unsafe { x86::gather_u64s_avx2(row, &indices[..len], negative_shift, dst, streaming) };
-        Some(finish_scalar(row, indices, negative_shift, dst, done))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    None
+    let len = dst.len().min(indices.len());
+    // SAFETY: the kernels need AVX2, available (checked above), and
+    // `dst.len() >= indices.len()`, true of `indices[..len]`.
+    let done = unsafe { kernel(row, &indices[..len], negative_shift, dst, streaming) };
+    Some(finish_scalar(row, indices, negative_shift, dst, done))
 }
 
 /// The elements from `done` on, one at a time: the tail shorter than a
@@ -99,6 +118,12 @@ fn finish_scalar<W: Copy>(
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
+
+    /// A gather kernel: writes `dst[..k]` for the `k` it returns.
+    ///
+    /// # Safety
+    /// AVX2 must be available and `dst.len() >= indices.len()`.
+    pub(super) type Kernel<W> = unsafe fn(&[W], &[i64], i64, &mut [W], bool) -> usize;
 
     /// Four indices, negatives shifted, and whether all four are in
     /// `[0, size)`.
