@@ -72,8 +72,8 @@ fn f32_rows_of_one_kib() {
 
 #[test]
 fn f32_rows_of_one_kib_from_a_source_past_the_cache() {
-    // 20,000 rows of 1 KiB: a 19.5 MiB source, so rows are copied grouped
-    // by where they sit in the source.
+    // 20,000 rows of 1 KiB: a 19.5 MiB source, so on one thread rows are
+    // copied grouped by where they sit in the source.
     check_rows(20_000, 256, 8192, |i| i as f32 * 0.25 + 1.0);
 }
 
@@ -122,7 +122,8 @@ fn batched_inner_axis_gather_matches_the_reference() {
 #[test]
 fn batched_gather_from_a_source_past_the_cache_matches_the_reference() {
     // data [2, 2, 1300, 512] f64 (4 KiB blocks, 20.3 MiB), axis 2,
-    // batch_dims 1: source order spans four slabs of two index batches.
+    // batch_dims 1: on one thread, source order spans four slabs of two
+    // index batches.
     let shape = [2usize, 2, 1300, 512];
     let count: usize = shape.iter().product();
     let values: Vec<f64> = (0..count).map(|i| i as f64).collect();
