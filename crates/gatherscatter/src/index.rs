@@ -95,18 +95,25 @@ impl AxisRule {
         // Sizes come from allocated slices, so they fit in i64. The shift is
         // loop-invariant and the sign mask branch-free: the fused loops pay
         // one bounds compare per element and no sign branch.
-        let shift = if self.negative_allowed {
-            self.size as i64
-        } else {
-            0
-        };
-        let wrapped = v.wrapping_add((v >> 63) & shift);
+        let wrapped = v.wrapping_add((v >> 63) & self.negative_shift());
         // A negative result is out of range: as a 64-bit usize it is at least
         // 2^63, above any size. Narrower targets saturate instead.
         #[cfg(target_pointer_width = "64")]
         return wrapped as usize;
         #[cfg(not(target_pointer_width = "64"))]
         return usize::try_from(wrapped).unwrap_or(usize::MAX);
+    }
+
+    /// What a negative index is shifted by: the axis size where negatives
+    /// are accepted, else 0 (so every negative stays out of range).
+    #[inline(always)]
+    pub(crate) fn negative_shift(&self) -> i64 {
+        // Sizes come from allocated slices, so they fit in i64.
+        if self.negative_allowed {
+            self.size as i64
+        } else {
+            0
+        }
     }
 
     /// `idx(v)` of SPEC §1, or `None` when `v` is out of range.

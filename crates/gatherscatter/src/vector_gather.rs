@@ -7,8 +7,9 @@
 //! not by memory. `vpgatherqd` / `vpgatherqq` load four words per
 //! instruction after one vector check of four indices.
 //!
-//! The functions return `None` when the CPU lacks AVX2 (or the target is not
-//! x86-64), and the caller runs its scalar loop. Under Miri the AVX2 path
+//! The functions write a prefix of the output and return its length: 0 when
+//! the CPU lacks AVX2 (or the target is not x86-64). The caller's scalar
+//! loop writes the rest and reports bad indices. Under Miri the AVX2 path
 //! runs only when the crate is built with `-C target-feature=+avx2`, which
 //! CI does for this module's tests.
 #![allow(unsafe_code)]
@@ -24,10 +25,12 @@ pub(crate) fn avx2_available() -> bool {
     return false;
 }
 
-/// `dst[j] = row[p_j]` for 4-byte words, where `p_j` is `indices[j]`
-/// plus `negative_shift` when negative (the axis size, or 0 where negative
-/// indices are refused). `Err(j)` at the first `p_j` outside `row` (the
-/// elements before it are written). `None` without AVX2.
+/// Writes `dst[j] = row[p_j]` for 4-byte words, where `p_j` is
+/// `indices[j]` plus `negative_shift` when negative (the axis size, or 0
+/// where negative indices are refused), in groups of eight, stopping before
+/// the first group with a `p_j` outside `row`; returns how many elements it
+/// wrote (0 without AVX2). The caller's scalar loop does the rest: the
+/// tail, and the group with a bad index, to name it.
 ///
 /// With `streaming`, aligned stores bypass the cache (for outputs larger
 /// than it: a plain store first reads the line it writes); the caller must
@@ -38,7 +41,7 @@ pub(crate) fn gather_u32s(
     negative_shift: i64,
     dst: &mut [u32],
     streaming: bool,
-) -> Option<Result<(), usize>> {
+) -> usize {
     #[cfg(target_arch = "x86_64")]
     return run(
         row,
@@ -51,17 +54,17 @@ pub(crate) fn gather_u32s(
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (row, indices, negative_shift, dst, streaming);
     #[cfg(not(target_arch = "x86_64"))]
-    return None;
+    return 0;
 }
 
-/// [`gather_u32s`] for 8-byte words.
+/// [`gather_u32s`] for 8-byte words, in groups of four.
 pub(crate) fn gather_u64s(
     row: &[u64],
     indices: &[i64],
     negative_shift: i64,
     dst: &mut [u64],
     streaming: bool,
-) -> Option<Result<(), usize>> {
+) -> usize {
     #[cfg(target_arch = "x86_64")]
     return run(
         row,
@@ -74,45 +77,26 @@ pub(crate) fn gather_u64s(
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (row, indices, negative_shift, dst, streaming);
     #[cfg(not(target_arch = "x86_64"))]
-    return None;
+    return 0;
 }
 
-/// Run an AVX2 `kernel` (which writes a prefix of `dst`), then the rest
-/// with the scalar loop; `None` without AVX2.
+/// Run an AVX2 `kernel` if the CPU has AVX2; 0 elements written otherwise.
 #[cfg(target_arch = "x86_64")]
-fn run<W: Copy>(
+fn run<W>(
     row: &[W],
     indices: &[i64],
     negative_shift: i64,
     dst: &mut [W],
     streaming: bool,
     kernel: x86::Kernel<W>,
-) -> Option<Result<(), usize>> {
+) -> usize {
     if !avx2_available() {
-        return None;
+        return 0;
     }
     let len = dst.len().min(indices.len());
     // SAFETY: the kernels need AVX2, available (checked above), and
     // `dst.len() >= indices.len()`, true of `indices[..len]`.
-    let done = unsafe { kernel(row, &indices[..len], negative_shift, dst, streaming) };
-    Some(finish_scalar(row, indices, negative_shift, dst, done))
-}
-
-/// The elements from `done` on, one at a time: the tail shorter than a
-/// vector, or the vector in which a bad index was seen (to find which).
-fn finish_scalar<W: Copy>(
-    row: &[W],
-    indices: &[i64],
-    negative_shift: i64,
-    dst: &mut [W],
-    done: usize,
-) -> Result<(), usize> {
-    let pairs = dst.iter_mut().zip(indices).enumerate().skip(done);
-    for (j, (d, &v)) in pairs {
-        let p = v.wrapping_add((v >> 63) & negative_shift);
-        *d = *usize::try_from(p).ok().and_then(|p| row.get(p)).ok_or(j)?;
-    }
-    Ok(())
+    unsafe { kernel(row, &indices[..len], negative_shift, dst, streaming) }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -301,37 +285,50 @@ mod tests {
                 .flat_map(|c| [(c.clone(), false), (c, true)]);
             for ((idx, shift), streaming) in with_modes {
                 let mut out32 = vec![0u32; len];
-                if let Some(got) = gather_u32s(&row32, &idx, shift, &mut out32, streaming) {
-                    let (want, want_result) = expected(&row32, &idx, shift);
-                    assert_eq!(got, want_result, "{idx:?} shift {shift}");
-                    let written = want_result.err().unwrap_or(len);
-                    assert_eq!(out32[..written], want[..written], "{idx:?}");
-                }
+                let done = gather_u32s(&row32, &idx, shift, &mut out32, streaming);
+                check_prefix(done, 8, &out32, &row32, &idx, shift);
                 let mut out64 = vec![0u64; len];
-                if let Some(got) = gather_u64s(&row64, &idx, shift, &mut out64, streaming) {
-                    let (want, want_result) = expected(&row64, &idx, shift);
-                    assert_eq!(got, want_result, "{idx:?} shift {shift}");
-                    let written = want_result.err().unwrap_or(len);
-                    assert_eq!(out64[..written], want[..written], "{idx:?}");
-                }
+                let done = gather_u64s(&row64, &idx, shift, &mut out64, streaming);
+                check_prefix(done, 4, &out64, &row64, &idx, shift);
                 crate::stream::store_fence();
             }
         }
     }
 
+    /// A kernel in groups of `group` must write exactly the whole groups
+    /// before the first bad index (all whole groups when there is none),
+    /// each element from the formula; nothing at all without AVX2.
+    fn check_prefix<W: Copy + Default + PartialEq + std::fmt::Debug>(
+        done: usize,
+        group: usize,
+        out: &[W],
+        row: &[W],
+        idx: &[i64],
+        shift: i64,
+    ) {
+        let (want, want_result) = expected(row, idx, shift);
+        let good_prefix = want_result.err().unwrap_or(idx.len());
+        let whole_groups = if avx2_available() {
+            good_prefix / group * group
+        } else {
+            0
+        };
+        assert_eq!(done, whole_groups, "{idx:?} shift {shift}");
+        assert_eq!(out[..done], want[..done], "{idx:?} shift {shift}");
+    }
+
     #[test]
     fn an_empty_row_takes_no_index() {
         let mut out = [7u32; 8];
-        if let Some(got) = gather_u32s(&[], &[0; 8], 0, &mut out, false) {
-            assert_eq!(got, Err(0));
-        }
+        assert_eq!(gather_u32s(&[], &[0; 8], 0, &mut out, false), 0);
+        assert_eq!(out, [7; 8]);
     }
 
     /// On a machine with AVX2 the kernels must run (a silent fallback would
     /// leave them untested).
     #[test]
     fn the_kernels_run_where_avx2_exists() {
-        let ran = gather_u32s(&[1], &[0], 1, &mut [0], false).is_some();
+        let ran = gather_u32s(&[1; 8], &[0; 8], 1, &mut [0; 8], false) == 8;
         assert_eq!(ran, avx2_available());
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         assert_eq!(ran, std::arch::is_x86_feature_detected!("avx2"));

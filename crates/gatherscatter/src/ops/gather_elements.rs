@@ -531,11 +531,6 @@ fn gather_within_row<W: Clone>(
     vector: Option<VectorRow<W>>,
     streaming: bool,
 ) -> std::result::Result<(), usize> {
-    let shift = if rule.negative_allowed {
-        i64::try_from(rule.size).unwrap_or(i64::MAX)
-    } else {
-        0
-    };
     const CHUNK: usize = 256;
     let share = next_row
         .len()
@@ -546,21 +541,25 @@ fn gather_within_row<W: Clone>(
         if let Some(lines) = ahead.next() {
             prefetch_items(lines);
         }
-        if let Some(done) = vector.and_then(|gather| gather(row, idx, shift, dst, streaming)) {
-            done.map_err(|j| c * CHUNK + j)?;
-            continue;
-        }
-        for (j, (d, &v)) in dst.iter_mut().zip(idx).enumerate() {
+        // The vector loop writes a prefix; the scalar loop takes the rest
+        // (the tail, or the vector holding a bad index, to name it).
+        let shift = rule.negative_shift();
+        let done = vector.map_or(0, |gather| gather(row, idx, shift, dst, streaming));
+        // Sliced, not `skip`ped: skipping a zip steps through each element.
+        let rest = dst.get_mut(done..).unwrap_or_default().iter_mut();
+        let pairs = rest.zip(idx.get(done..).unwrap_or_default());
+        for (j, (d, &v)) in (done..).zip(pairs) {
             *d = row.get(rule.position(v)).ok_or(c * CHUNK + j)?.clone();
         }
     }
     Ok(())
 }
 
-/// A vector loop for one row of words: `dst[j] = row[indices[j]]`, each
-/// negative index shifted by the given amount, with streaming stores if
-/// asked; `None` when the CPU cannot run it. See [`vector_gather`].
-type VectorRow<W> = fn(&[W], &[i64], i64, &mut [W], bool) -> Option<std::result::Result<(), usize>>;
+/// A vector loop for one row of words: writes `dst[j] = row[indices[j]]`
+/// (each negative index shifted by the given amount, streaming stores if
+/// asked) for a prefix of `dst`, and returns its length (0 when the CPU
+/// cannot run it). See [`vector_gather`].
+type VectorRow<W> = fn(&[W], &[i64], i64, &mut [W], bool) -> usize;
 
 /// The vector loop for words of type `W`, if there is one: 4- and 8-byte
 /// words (f32, i32, u32, f64, i64, u64).
