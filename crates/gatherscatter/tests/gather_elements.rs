@@ -1,11 +1,14 @@
 //! GatherElements: the ONNX, DirectML and MindSpore seed examples, the
 //! smaller-off-axis regression, every profile rule, and a property test
-//! against the naive SPEC §1 reference.
+//! against the naive SPEC §1 reference (small shapes at the edges, and
+//! outer-axis shapes large enough for the packed column strips).
 
 mod common;
+mod pool;
 
 use common::*;
 use gatherscatter::{f16, DType, Error, ErrorKind, FeatureLevel, GatherElements, Profile, Tensor};
+use pool::in_pool;
 use proptest::prelude::*;
 
 fn dml(level: &str) -> Profile {
@@ -465,6 +468,171 @@ fn check_case<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
     );
     let reference = reference.map(|expected| (case.indices_shape.clone(), expected));
     check_against_reference(result, reference, T::eq)
+}
+
+/// Outer-axis cases whose data plane is past 32 KiB (for 4-byte and wider
+/// elements) and whose indices cover at least a quarter of the axis, so the
+/// kernel packs column strips: one or no leading dim, trailing dims that
+/// merge (equal to data's) or do not (a smaller last one), negative
+/// indices, and now and then one bad index.
+fn strip_case() -> impl Strategy<Value = Case> {
+    let trailing = prop_oneof![
+        (20usize..=90).prop_map(|c| vec![c]),
+        (2usize..=5, 5usize..=20).prop_map(|(a, b)| vec![a, b]),
+    ];
+    (
+        prop::collection::vec(1usize..=2, 0..=1),
+        100usize..=400,
+        trailing,
+        any::<bool>(),
+        any::<prop::sample::Index>(),
+    )
+        .prop_flat_map(|(lead, s, trailing, smaller_last, axis_pick)| {
+            let axis = lead.len();
+            let data_shape: Vec<usize> = lead
+                .iter()
+                .copied()
+                .chain([s])
+                .chain(trailing.clone())
+                .collect();
+            let mut indices_lead = lead.clone();
+            if let Some(first) = indices_lead.first_mut() {
+                *first = 1 + axis_pick.index(*first);
+            }
+            let mut indices_trailing = trailing.clone();
+            if smaller_last {
+                let last = indices_trailing.last_mut().expect("one trailing dim");
+                *last -= 1;
+            }
+            let indices_shapes = (s / 4..=s + 20).prop_map(move |along| {
+                let shape: Vec<usize> = indices_lead
+                    .iter()
+                    .copied()
+                    .chain([along])
+                    .chain(indices_trailing.clone())
+                    .collect();
+                shape
+            });
+            (Just((data_shape, axis)), indices_shapes)
+        })
+        .prop_flat_map(|((data_shape, axis), indices_shape)| {
+            let s = data_shape[axis] as i128;
+            // Index types that can name every position (and one past the end).
+            let wide_index_types: Vec<DType> = DType::INDEX_TYPES
+                .iter()
+                .copied()
+                .filter(|&t| index_type_max(t) > s)
+                .collect();
+            let n_idx: usize = indices_shape.iter().product();
+            let n_data: usize = data_shape.iter().product();
+            (
+                Just((data_shape, axis, indices_shape)),
+                prop::collection::vec(-s..s, n_idx),
+                prop::collection::vec(-1000i64..1000, n_data),
+                prop::sample::select(DType::ALL.to_vec()),
+                prop::sample::select(wide_index_types.clone()),
+                prop::option::weighted(0.2, any::<prop::sample::Index>()),
+            )
+        })
+        .prop_map(
+            |((data_shape, axis, indices_shape), mut indices, seeds, dtype, index_dtype, bad)| {
+                let s = data_shape[axis];
+                fit_to_index_type(&mut indices, index_dtype, s);
+                if let Some(at) = bad {
+                    let position = at.index(indices.len());
+                    indices[position] = s as i128;
+                }
+                Case {
+                    data_shape,
+                    axis,
+                    negative_axis: false,
+                    indices_shape,
+                    indices,
+                    seeds,
+                    dtype,
+                    index_dtype,
+                }
+            },
+        )
+}
+
+/// GatherElements along the outer axis of data shaped like W5 (rows of a
+/// power-of-two length, the case the packed strips are for) and of a rank-4
+/// tensor whose dims after the axis merge: fresh and into a buffer, 1–3
+/// threads (which split the columns), three index types, against the naive
+/// reference.
+#[test]
+fn outer_axis_gathers_in_packed_strips_match_reference() {
+    let cases: [(&[usize], &[usize], usize); 3] = [
+        (&[1024, 512], &[1024, 512], 0),
+        (&[1024, 512], &[700, 300], 0),
+        (&[2, 600, 4, 64], &[2, 500, 4, 64], 1),
+    ];
+    for (data_shape, indices_shape, axis) in cases {
+        let n_data: usize = data_shape.iter().product();
+        let n_idx: usize = indices_shape.iter().product();
+        let values: Vec<f32> = (0..n_data).map(|i| i as f32 * 0.25).collect();
+        let data = Tensor::new(data_shape.to_vec(), values.clone()).unwrap();
+        let s = data_shape[axis];
+        let raw: Vec<i128> = (0..n_idx)
+            .map(|k| ((k * 2_654_435_761) % (2 * s)) as i128 - s as i128)
+            .collect();
+        for index_type in [DType::I64, DType::I32, DType::U32] {
+            let mut wide = raw.clone();
+            fit_to_index_type(&mut wide, index_type, s);
+            let indices = index_tensor(index_type, indices_shape, &wide);
+            let want =
+                reference_gather_elements(&values, data_shape, &wide, indices_shape, axis).unwrap();
+            for threads in [1, 2, 3] {
+                let op = GatherElements::new(axis as i64);
+                let fresh = in_pool(threads, || op.run(&data, &indices).unwrap());
+                let mut into = Tensor::new(indices_shape.to_vec(), vec![-1.0f32; n_idx]).unwrap();
+                in_pool(threads, || op.run_into(&data, &indices, &mut into).unwrap());
+                for out in [&fresh, &into] {
+                    assert!(
+                        out.data::<f32>().unwrap() == &want[..],
+                        "{data_shape:?} {indices_shape:?} {index_type:?} {threads} threads"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Two bad indices in different threads' columns: the first in row-major
+/// order is named.
+#[test]
+fn the_first_bad_index_of_an_outer_axis_gather_is_reported() {
+    let (rows, cols) = (1024usize, 512usize);
+    let data = Tensor::new(vec![rows, cols], vec![1.0f32; rows * cols]).unwrap();
+    let mut raw: Vec<i128> = (0..rows * cols).map(|k| (k % rows) as i128).collect();
+    raw[300 * cols + 400] = rows as i128;
+    raw[500 * cols + 3] = -(rows as i128) - 1;
+    let indices = index_tensor(DType::I64, &[rows, cols], &raw);
+    for threads in [1, 2, 3] {
+        let err = in_pool(threads, || GatherElements::new(0).run(&data, &indices)).unwrap_err();
+        let Error::IndexOutOfRange {
+            value, position, ..
+        } = err
+        else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            (value, position),
+            (rows as i128, vec![300, 400]),
+            "{threads} threads"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(proptest_config(48))]
+
+    /// On 1 to 3 threads: the output splits by columns when rows are long.
+    #[test]
+    fn outer_axis_strips_match_reference(case in strip_case(), threads in 1usize..=3) {
+        in_pool(threads, || for_dtype!(case.dtype, check_case(&case)))?;
+    }
 }
 
 proptest! {

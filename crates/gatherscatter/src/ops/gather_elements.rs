@@ -15,6 +15,7 @@ use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::vector_gather;
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// The GatherElements operator: its axis and the contract it is checked against.
 ///
@@ -400,14 +401,20 @@ fn gather_rows<W: Clone + Send + Sync + 'static>(
     out: &mut [W],
 ) -> std::result::Result<(), usize> {
     let axis = rule.axis;
+    let (data_shape, indices_shape) = merge_dims_after_axis(data_shape, indices_shape, axis);
+    let (data_shape, indices_shape) = (&data_shape[..], &indices_shape[..]);
     let row_len = indices_shape[indices_shape.len() - 1];
     let rows = out.len() / row_len;
+    let innermost = axis == indices_shape.len() - 1;
+    let packed = !innermost && packs_strips::<W>(indices_shape, rule.size, row_len, axis);
     let geometry = RowGeometry {
         row_len,
         axis_stride: strides(data_shape)[axis],
-        innermost: axis == indices_shape.len() - 1,
+        innermost,
         streaming: std::mem::size_of_val(out) >= STREAMING_MIN_BYTES,
-        tile: outer_axis_tile::<W>(rule.size),
+        tile: outer_axis_tile::<W>(rule.size, packed),
+        packed,
+        axis_size: rule.size,
     };
     let tasks = parallel::tasks(std::mem::size_of_val(out), rows);
     if !geometry.innermost && tasks > 1 && row_len >= 64 * tasks {
@@ -432,14 +439,56 @@ fn gather_rows<W: Clone + Send + Sync + 'static>(
     })
 }
 
+/// The shapes with the dims after the axis merged into one when data and
+/// indices agree on all of them: the same elements in the same order, but
+/// longer rows, and rows that share a data base become consecutive (which
+/// strip packing needs, see [`packs_strips`]).
+fn merge_dims_after_axis(
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    axis: usize,
+) -> (Vec<usize>, Vec<usize>) {
+    let after = axis + 1;
+    if after + 1 >= data_shape.len() || data_shape[after..] != indices_shape[after..] {
+        return (data_shape.to_vec(), indices_shape.to_vec());
+    }
+    let merged: usize = data_shape[after..].iter().product();
+    let with_merged = |shape: &[usize]| {
+        let mut shape = shape[..after].to_vec();
+        shape.push(merged);
+        shape
+    };
+    (with_merged(data_shape), with_merged(indices_shape))
+}
+
 /// Column tile for the outer-axis loop: rows of data picked at random are
 /// latency-bound, so a strip of `tile` columns over the whole axis is
-/// gathered for every output row before moving on, keeping that strip
-/// (about 2 MiB) in cache instead of missing on each element.
-fn outer_axis_tile<W>(axis_size: usize) -> usize {
-    const STRIP_BYTES: usize = 2 << 20;
-    let column_bytes = axis_size.max(1) * std::mem::size_of::<W>().max(1);
-    (STRIP_BYTES / column_bytes).max(16)
+/// gathered for every output row before moving on, keeping that strip in
+/// cache instead of missing on each element: a packed strip of about
+/// 512 KiB (half of a 1 MiB L2), or about 2 MiB read in place.
+fn outer_axis_tile<W>(axis_size: usize, packed: bool) -> usize {
+    let strip_bytes: usize = if packed { 512 << 10 } else { 2 << 20 };
+    let word = std::mem::size_of::<W>().max(1);
+    let column_bytes = axis_size.max(1) * word;
+    (strip_bytes / column_bytes).max(64 / word).max(16)
+}
+
+/// Whether the outer-axis loop copies each column tile of data into a
+/// contiguous strip before gathering from it. In place, the tile's lines
+/// sit one data row apart; when that stride is a multiple of a large power
+/// of two they all fall in a few cache sets and evict each other, so every
+/// gathered element missed (W5, 16 KiB rows: the packed strip made it about
+/// 3x faster). Packing costs a copy of the tile, so it needs the rows that
+/// read one strip to be consecutive (the axis is the second-to-last dim)
+/// and numerous enough to repay it (at least a quarter of the axis), and a
+/// data plane larger than L1.
+fn packs_strips<W>(indices_shape: &[usize], axis_size: usize, row_len: usize, axis: usize) -> bool {
+    let plane_bytes = axis_size
+        .saturating_mul(row_len)
+        .saturating_mul(std::mem::size_of::<W>());
+    axis + 2 == indices_shape.len()
+        && indices_shape[axis].saturating_mul(4) >= axis_size
+        && plane_bytes > 32 << 10
 }
 
 struct RowGeometry {
@@ -449,6 +498,9 @@ struct RowGeometry {
     /// The output is larger than the cache: vector loops store past it.
     streaming: bool,
     tile: usize,
+    /// Outer axis: column tiles are read from packed strips.
+    packed: bool,
+    axis_size: usize,
 }
 
 /// Fill whole rows `dst` from their data bases and indices; `Err(k)` when
@@ -463,10 +515,10 @@ fn gather_row_range<W: Clone + 'static>(
 ) -> std::result::Result<(), usize> {
     let RowGeometry {
         row_len,
-        axis_stride,
         innermost,
         streaming,
         tile,
+        ..
     } = *geometry;
     if innermost {
         // Innermost axis: each row reads one contiguous data row at random offsets.
@@ -491,27 +543,121 @@ fn gather_row_range<W: Clone + 'static>(
         }
         return done;
     }
-    // Outer axis: element j of a row reads data[base + i * axis_stride + j],
-    // in column tiles (see `outer_axis_tile`).
-    let tile = tile.min(row_len);
-    let rows = out.len() / row_len;
+    // Outer axis, one column tile of every row at a time.
+    let mut strip = Strip::new(geometry);
     for t0 in (0..row_len).step_by(tile) {
-        let t1 = (t0 + tile).min(row_len);
-        for (r, base) in bases.clone().take(rows).enumerate() {
-            let at = r * row_len;
-            let dst = &mut out[at + t0..at + t1];
-            gather_column_run(
-                data,
-                base + t0,
-                axis_stride,
-                rule,
-                &indices[at + t0..at + t1],
-                dst,
-            )
-            .map_err(|j| at + t0 + j)?;
-        }
+        let columns = t0..(t0 + tile).min(row_len);
+        let (c0, c1) = (columns.start, columns.end);
+        let pieces = out.chunks_exact_mut(row_len).map(|row| &mut row[c0..c1]);
+        gather_tile(
+            data,
+            geometry,
+            rule,
+            bases.clone(),
+            indices,
+            columns,
+            pieces,
+            &mut strip,
+        )?;
     }
     Ok(())
+}
+
+/// Rows ahead of the current one whose indices are prefetched: rows of an
+/// outer-axis tile sit a whole output row apart, where the hardware
+/// prefetchers do not follow.
+const TILE_PREFETCH_ROWS: usize = 16;
+
+/// Gather `columns` of consecutive output rows (`pieces`, the rows' slices
+/// of those columns) whose data bases `bases` lists; `indices` holds the
+/// whole rows, from the first. `Err(k)` at the first bad index, `k` counted
+/// in `indices`.
+#[allow(clippy::too_many_arguments)]
+fn gather_tile<'o, W: Clone + 'o>(
+    data: &[W],
+    geometry: &RowGeometry,
+    rule: &AxisRule,
+    bases: RowBases,
+    indices: &[i64],
+    columns: Range<usize>,
+    pieces: impl Iterator<Item = &'o mut [W]>,
+    strip: &mut Strip<W>,
+) -> std::result::Result<(), usize> {
+    let row_len = geometry.row_len;
+    let width = columns.len();
+    for (r, (base, dst)) in bases.zip(pieces).enumerate() {
+        let at = r * row_len + columns.start;
+        let upcoming = indices.get(at + TILE_PREFETCH_ROWS * row_len..);
+        if let Some(upcoming) = upcoming.and_then(|rest| rest.get(..width)) {
+            prefetch_items(upcoming);
+        }
+        let idx = &indices[at..at + width];
+        match strip.packed(data, geometry, base, &columns) {
+            Some(packed) => gather_strip_run(packed, width, rule, idx, dst),
+            None => gather_column_run(
+                data,
+                base + columns.start,
+                geometry.axis_stride,
+                rule,
+                idx,
+                dst,
+            ),
+        }
+        .map_err(|j| at + j)?;
+    }
+    Ok(())
+}
+
+/// A contiguous copy of one column tile of data along the whole axis
+/// (`strip[i * width + j]` = column `j` of the tile at axis position `i`),
+/// kept while consecutive rows read the same tile. No buffer when the
+/// geometry does not pack or the memory is not there: the tile is then read
+/// in place, which gives the same values.
+struct Strip<W> {
+    buffer: Option<Vec<W>>,
+    /// Data base and columns of the tile the buffer holds.
+    holds: Option<(usize, Range<usize>)>,
+}
+
+impl<W: Clone> Strip<W> {
+    fn new(geometry: &RowGeometry) -> Strip<W> {
+        let buffer = geometry.packed.then(|| {
+            let mut buffer = Vec::new();
+            let len = geometry.axis_size.checked_mul(geometry.tile)?;
+            buffer.try_reserve_exact(len).ok()?;
+            Some(buffer)
+        });
+        Strip {
+            buffer: buffer.flatten(),
+            holds: None,
+        }
+    }
+
+    /// The packed tile `columns` of the axis strip at data `base`, copied
+    /// now unless the buffer already holds it.
+    fn packed(
+        &mut self,
+        data: &[W],
+        geometry: &RowGeometry,
+        base: usize,
+        columns: &Range<usize>,
+    ) -> Option<&[W]> {
+        let buffer = self.buffer.as_mut()?;
+        if self.holds.as_ref() != Some(&(base, columns.clone())) {
+            buffer.clear();
+            let width = columns.len();
+            let stride = geometry.axis_stride;
+            for i in 0..geometry.axis_size {
+                let from = base + i * stride + columns.start;
+                if let Some(ahead) = data.get(from + TILE_PREFETCH_ROWS * stride..) {
+                    prefetch_items(ahead.get(..width).unwrap_or(ahead));
+                }
+                buffer.extend_from_slice(&data[from..from + width]);
+            }
+            self.holds = Some((base, columns.clone()));
+        }
+        Some(buffer)
+    }
 }
 
 /// `dst[j] = row[i_j]` for the positions `i_j` that `indices` name; `Err(j)`
@@ -594,6 +740,25 @@ fn gather_column_run<W: Clone>(
     Ok(())
 }
 
+/// `dst[j] = strip[i_j * width + j]` for the positions `i_j` that `indices`
+/// name (a packed [`Strip`]); `Err(j)` at the first bad one.
+fn gather_strip_run<W: Clone>(
+    strip: &[W],
+    width: usize,
+    rule: &AxisRule,
+    indices: &[i64],
+    dst: &mut [W],
+) -> std::result::Result<(), usize> {
+    for (j, (d, &v)) in dst.iter_mut().zip(indices).enumerate() {
+        let i = rule.position(v);
+        if i >= rule.size {
+            return Err(j);
+        }
+        *d = strip[i * width + j].clone();
+    }
+    Ok(())
+}
+
 /// Outer axis on several tasks: each owns a range of columns of every
 /// output row and reads only those columns of data. (Split by rows, every
 /// task would walk the whole axis strip: at 2 threads, 8 tasks read the data
@@ -616,16 +781,15 @@ fn gather_outer_by_columns<W: Clone + Send + Sync>(
         .enumerate()
         .try_for_each(|(t, mut owned)| {
             let (c0, c1) = (cuts[t], cuts[t + 1]);
+            let mut strip = Strip::new(geometry);
             for t0 in (c0..c1).step_by(geometry.tile) {
-                let t1 = (t0 + geometry.tile).min(c1);
+                let columns = t0..(t0 + geometry.tile).min(c1);
+                let (t0, t1) = (columns.start - c0, columns.end - c0);
+                let pieces = owned.iter_mut().map(|piece| &mut piece[t0..t1]);
                 let bases = RowBases::new(indices_shape, data_shape, rule.axis);
-                for (r, (base, piece)) in bases.zip(owned.iter_mut()).enumerate() {
-                    let at = r * row_len;
-                    let dst = &mut piece[t0 - c0..t1 - c0];
-                    let idx = &indices[at + t0..at + t1];
-                    gather_column_run(data, base + t0, geometry.axis_stride, rule, idx, dst)
-                        .map_err(|j| at + t0 + j)?;
-                }
+                gather_tile(
+                    data, geometry, rule, bases, indices, columns, pieces, &mut strip,
+                )?;
             }
             Ok(())
         })
