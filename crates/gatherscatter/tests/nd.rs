@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use gatherscatter::{
-    bf16, DType, Error, ErrorKind, GatherND, Profile, Reduction, ScatterND, Tensor,
+    bf16, DType, Element, Error, ErrorKind, GatherND, Profile, Reduction, ScatterND, Tensor,
 };
 use proptest::prelude::*;
 
@@ -488,11 +488,53 @@ fn check_gather_nd<T: FromSeed>(case: &NdCase) -> Result<(), TestCaseError> {
         &case.indices_shape,
         case.batch_dims,
     );
-    let result = GatherND::new().batch_dims(case.batch_dims).run(
-        &Tensor::new(case.data_shape.clone(), data).unwrap(),
-        &index_tensor(case.index_dtype, &case.indices_shape, &case.indices),
-    );
+    let op = GatherND::new().batch_dims(case.batch_dims);
+    let data = Tensor::new(case.data_shape.clone(), data).unwrap();
+    let indices = index_tensor(case.index_dtype, &case.indices_shape, &case.indices);
+    let result = op.run(&data, &indices);
+    // Into a caller's buffer: the same values, or the same error with the
+    // buffer untouched.
+    let (q, b) = (case.indices_shape.len(), case.batch_dims);
+    let k = case.indices_shape[q - 1];
+    let out_shape: Vec<usize> = case.indices_shape[..q - 1]
+        .iter()
+        .chain(&case.data_shape[b + k..])
+        .copied()
+        .collect();
+    let filler = vec![T::from_seed(7); out_shape.iter().product()];
+    let mut buffer = Tensor::new(out_shape, filler.clone()).unwrap();
+    let into = op.run_into(&data, &indices, &mut buffer);
+    check_into(&result, into, &buffer, &filler, T::eq)?;
     check_against_reference(result, reference, T::eq)
+}
+
+/// `run_into` agrees with `run`: on success the buffer holds `run`'s
+/// output (by `same`, which takes NaN as equal to NaN); on error the kind is
+/// the same and the buffer still holds `filler`.
+fn check_into<T: Element>(
+    run: &Result<Tensor, Error>,
+    into: Result<(), Error>,
+    buffer: &Tensor,
+    filler: &[T],
+    same: impl Fn(&T, &T) -> bool,
+) -> Result<(), TestCaseError> {
+    match (run, into) {
+        (Ok(out), Ok(())) => {
+            let (want, got) = (out.data::<T>().unwrap(), buffer.data::<T>().unwrap());
+            prop_assert_eq!(out.shape(), buffer.shape());
+            prop_assert!(
+                want.iter().zip(got).all(|(a, b)| same(a, b)),
+                "run_into wrote {:?}",
+                got
+            );
+        }
+        (Err(e), Err(f)) => {
+            prop_assert_eq!(e.kind(), f.kind());
+            prop_assert!(buffer.data::<T>().unwrap() == filler, "written on error");
+        }
+        (run, into) => prop_assert!(false, "run {:?} but run_into {:?}", run, into),
+    }
+    Ok(())
 }
 
 fn check_scatter_nd<T: RefReduce>(case: &NdCase) -> Result<(), TestCaseError> {
@@ -504,11 +546,14 @@ fn check_scatter_nd<T: RefReduce>(case: &NdCase) -> Result<(), TestCaseError> {
     updates_shape.extend_from_slice(&case.data_shape[k..]);
     let name = case.reduction.name();
     let data_tensor = Tensor::new(case.data_shape.clone(), data.clone()).unwrap();
-    let result = ScatterND::new().reduction(case.reduction).run(
-        &data_tensor,
-        &index_tensor(case.index_dtype, &case.indices_shape, &case.indices),
-        &Tensor::new(updates_shape, updates.clone()).unwrap(),
-    );
+    let op = ScatterND::new().reduction(case.reduction);
+    let indices = index_tensor(case.index_dtype, &case.indices_shape, &case.indices);
+    let updates_tensor = Tensor::new(updates_shape, updates.clone()).unwrap();
+    let result = op.run(&data_tensor, &indices, &updates_tensor);
+    let filler = vec![T::from_seed(7); data.len()];
+    let mut buffer = Tensor::new(case.data_shape.clone(), filler.clone()).unwrap();
+    let into = op.run_into(&data_tensor, &indices, &updates_tensor, &mut buffer);
+    check_into(&result, into, &buffer, &filler, T::same)?;
     if T::reduce(name, &T::from_seed(1), &T::from_seed(2)).is_none() {
         prop_assert_eq!(result.unwrap_err().kind(), ErrorKind::BadReduction);
         return Ok(());
@@ -523,6 +568,64 @@ fn check_scatter_nd<T: RefReduce>(case: &NdCase) -> Result<(), TestCaseError> {
     );
     let reference = reference.map(|v| (case.data_shape.clone(), v));
     check_against_reference(result, reference, T::same)
+}
+
+/// A caller's buffer must have the data's dtype and the output's shape;
+/// the typed forms write what the dynamic ones do.
+#[test]
+fn nd_ops_into_a_buffer() {
+    let data = i32s(&[2, 2], &[0, 1, 2, 3]);
+    let indices = i64s(&[2, 2], &[0, 0, 1, 1]);
+    let gather = GatherND::new();
+    let mut wrong_shape = i32s(&[3], &[0; 3]);
+    let err = gather
+        .run_into(&data, &indices, &mut wrong_shape)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    let mut wrong_dtype = f32s(&[2], &[0.0; 2]);
+    let err = gather
+        .run_into(&data, &indices, &mut wrong_dtype)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadDType);
+
+    let typed_data = gatherscatter::TypedTensor::new(vec![2, 2], vec![0i32, 1, 2, 3]).unwrap();
+    let typed_indices = gatherscatter::TypedTensor::new(vec![2, 2], vec![0i64, 0, 1, 1]).unwrap();
+    let mut typed_out = gatherscatter::TypedTensor::new(vec![2], vec![9i32; 2]).unwrap();
+    gather
+        .run_typed_into(typed_data.view(), typed_indices.view(), &mut typed_out)
+        .unwrap();
+    assert_eq!(typed_out.data(), &[0, 3]);
+    let mut typed_wrong = gatherscatter::TypedTensor::new(vec![1], vec![9i32]).unwrap();
+    let err = gather
+        .run_typed_into(typed_data.view(), typed_indices.view(), &mut typed_wrong)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+
+    let scatter = ScatterND::new().reduction(Reduction::Mul);
+    let tuples = i64s(&[2, 1], &[1, 1]);
+    let updates = i32s(&[2, 2], &[2, 3, 4, 5]);
+    let mut out = i32s(&[2, 2], &[0; 4]);
+    scatter
+        .run_into(&data, &tuples, &updates, &mut out)
+        .unwrap();
+    assert_eq!(out.data::<i32>().unwrap(), &[0, 1, 16, 45]);
+    let mut wrong_shape = i32s(&[4], &[0; 4]);
+    let err = scatter
+        .run_into(&data, &tuples, &updates, &mut wrong_shape)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    let typed_tuples = gatherscatter::TypedTensor::new(vec![2, 1], vec![1i64, 1]).unwrap();
+    let typed_updates = gatherscatter::TypedTensor::new(vec![2, 2], vec![2i32, 3, 4, 5]).unwrap();
+    let mut typed_out = gatherscatter::TypedTensor::new(vec![2, 2], vec![0i32; 4]).unwrap();
+    scatter
+        .run_typed_into(
+            typed_data.view(),
+            typed_tuples.view(),
+            typed_updates.view(),
+            &mut typed_out,
+        )
+        .unwrap();
+    assert_eq!(typed_out.data(), &[0, 1, 16, 45]);
 }
 
 proptest! {

@@ -6,8 +6,8 @@
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
-use crate::ops::alloc_output;
 use crate::ops::parallel;
+use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
@@ -90,6 +90,51 @@ impl GatherND {
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
         let offsets = resolve_tuples(indices, &plan.rule)?;
         execute(data, &offsets, plan)
+    }
+
+    /// Like [`GatherND::run`], but writes into `out`, a caller's buffer of
+    /// the data's dtype and exactly the output shape (so a runtime can reuse
+    /// its buffers). Every tuple is checked before anything is written: on
+    /// error `out` is untouched.
+    ///
+    /// ```
+    /// use gatherscatter::{GatherND, Tensor};
+    ///
+    /// // ONNX GatherND Example 2: whole rows.
+    /// let data = Tensor::new(vec![2, 2], vec![0i32, 1, 2, 3])?;
+    /// let indices = Tensor::new(vec![2, 1], vec![1i64, 0])?;
+    /// let mut out = Tensor::new(vec![2, 2], vec![0i32; 4])?;
+    /// GatherND::new().run_into(&data, &indices, &mut out)?;
+    /// assert_eq!(out.data::<i32>().unwrap(), &[2, 3, 0, 1]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_into<'d, 'i>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let (data, indices) = (data.into(), indices.into());
+        let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
+        let offsets = resolve_tensor_tuples(indices, &plan.rule, "GatherND")?;
+        with_view!(data, t => {
+            fill(t, &offsets, &plan, typed_output("GatherND", out, &plan.output_shape)?);
+            Ok(())
+        })
+    }
+
+    /// Typed form of [`GatherND::run_into`].
+    pub fn run_typed_into<T: Element, I: IndexElement>(
+        &self,
+        data: TypedView<'_, T>,
+        indices: TypedView<'_, I>,
+        out: &mut TypedTensor<T>,
+    ) -> Result<()> {
+        let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
+        check_output_shape("GatherND", out.shape(), &plan.output_shape)?;
+        let offsets = resolve_tuples(indices, &plan.rule)?;
+        fill(data, &offsets, &plan, out.data_mut());
+        Ok(())
     }
 
     fn plan(
@@ -221,15 +266,20 @@ fn execute<T: Element>(
     plan: NdPlan,
 ) -> Result<TypedTensor<T>> {
     let mut out = alloc_output::<T>(plan.output_len)?;
+    fill(data, offsets, &plan, &mut out);
+    Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out))
+}
+
+/// Write the gathered slices into `out` (the output's length).
+fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, out: &mut [T]) {
     if plan.output_len > 0 {
         copy_slices(
             T::as_words(data.data()),
             offsets,
-            &plan,
-            T::as_words_mut(&mut out),
+            plan,
+            T::as_words_mut(out),
         );
     }
-    Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out))
 }
 
 /// Requires a non-empty output and offsets resolved within a batch slab.

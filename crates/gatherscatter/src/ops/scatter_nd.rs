@@ -109,6 +109,74 @@ impl ScatterND {
         self.execute(data, &offsets, updates, plan.block)
     }
 
+    /// Like [`ScatterND::run`], but writes into `out`, a caller's buffer of
+    /// the data's dtype and shape; `data` is only read. Every tuple is
+    /// checked before anything is written: on error `out` is untouched.
+    ///
+    /// ```
+    /// use gatherscatter::{Reduction, ScatterND, Tensor};
+    ///
+    /// let data = Tensor::new(vec![4], vec![1.0f32, 2.0, 3.0, 4.0])?;
+    /// let indices = Tensor::new(vec![3, 1], vec![2i64, -1, 2])?;
+    /// let updates = Tensor::new(vec![3], vec![10.0f32, 20.0, 30.0])?;
+    /// let mut out = Tensor::new(vec![4], vec![0.0f32; 4])?;
+    /// ScatterND::new()
+    ///     .reduction(Reduction::Add)
+    ///     .run_into(&data, &indices, &updates, &mut out)?;
+    /// assert_eq!(out.data::<f32>().unwrap(), &[1.0, 2.0, 43.0, 24.0]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_into<'d, 'i, 'u>(
+        &self,
+        data: impl Into<TensorView<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        updates: impl Into<TensorView<'u>>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let (data, indices, updates) = (data.into(), indices.into(), updates.into());
+        super::require_same_dtype(
+            "updates",
+            updates.dtype(),
+            data.dtype(),
+            "ScatterND on {} data",
+        )?;
+        let plan = self.plan(
+            data.shape(),
+            data.dtype(),
+            indices.shape(),
+            indices.dtype(),
+            updates.shape(),
+        )?;
+        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
+        with_view!(data, t => {
+            let updates = updates.typed()?;
+            let out = super::typed_output("ScatterND", out, t.shape())?;
+            self.fill(t, &offsets, updates, plan.block, out);
+            Ok(())
+        })
+    }
+
+    /// Typed form of [`ScatterND::run_into`].
+    pub fn run_typed_into<T: Element, I: IndexElement>(
+        &self,
+        data: TypedView<'_, T>,
+        indices: TypedView<'_, I>,
+        updates: TypedView<'_, T>,
+        out: &mut TypedTensor<T>,
+    ) -> Result<()> {
+        let plan = self.plan(
+            data.shape(),
+            T::DTYPE,
+            indices.shape(),
+            I::DTYPE,
+            updates.shape(),
+        )?;
+        super::check_output_shape("ScatterND", out.shape(), data.shape())?;
+        let offsets = resolve_tuples(indices, &plan.rule)?;
+        self.fill(data, &offsets, updates, plan.block, out.data_mut());
+        Ok(())
+    }
+
     fn plan(
         &self,
         data_shape: &[usize],
@@ -182,25 +250,37 @@ impl ScatterND {
         block: usize,
     ) -> Result<TypedTensor<T>> {
         let mut out = super::alloc_output::<T>(data.len())?;
+        self.fill(data, offsets, updates, block, &mut out);
+        Ok(TypedTensor::from_parts_unchecked(
+            data.shape().to_vec(),
+            out,
+        ))
+    }
+
+    /// `out` (data's length) = data with the updates applied.
+    fn fill<T: Element>(
+        &self,
+        data: TypedView<'_, T>,
+        offsets: &[usize],
+        updates: TypedView<'_, T>,
+        block: usize,
+        out: &mut [T],
+    ) {
         let upd = updates.data();
         let source = data.data();
         match self.reduction {
             Reduction::None => scatter_slices::<T::Word, Overwrite>(
                 T::as_words(source),
-                T::as_words_mut(&mut out),
+                T::as_words_mut(out),
                 offsets,
                 T::as_words(upd),
                 block,
             ),
-            Reduction::Add => scatter_slices::<T, AddOp>(source, &mut out, offsets, upd, block),
-            Reduction::Mul => scatter_slices::<T, MulOp>(source, &mut out, offsets, upd, block),
-            Reduction::Max => scatter_slices::<T, MaxOp>(source, &mut out, offsets, upd, block),
-            Reduction::Min => scatter_slices::<T, MinOp>(source, &mut out, offsets, upd, block),
+            Reduction::Add => scatter_slices::<T, AddOp>(source, out, offsets, upd, block),
+            Reduction::Mul => scatter_slices::<T, MulOp>(source, out, offsets, upd, block),
+            Reduction::Max => scatter_slices::<T, MaxOp>(source, out, offsets, upd, block),
+            Reduction::Min => scatter_slices::<T, MinOp>(source, out, offsets, upd, block),
         }
-        Ok(TypedTensor::from_parts_unchecked(
-            data.shape().to_vec(),
-            out,
-        ))
     }
 }
 
