@@ -74,20 +74,7 @@ impl ScatterND {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<Tensor> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        super::require_same_dtype(
-            "updates",
-            updates.dtype(),
-            data.dtype(),
-            "ScatterND on {} data",
-        )?;
-        let plan = self.plan(
-            data.shape(),
-            data.dtype(),
-            indices.shape(),
-            indices.dtype(),
-            updates.shape(),
-        )?;
-        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
+        let (plan, offsets) = self.prepare(&data, indices, &updates)?;
         with_view!(data, t => self.execute(t, &offsets, updates.typed()?, plan.block).map(Tensor::from))
     }
 
@@ -134,20 +121,7 @@ impl ScatterND {
         out: &mut Tensor,
     ) -> Result<()> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        super::require_same_dtype(
-            "updates",
-            updates.dtype(),
-            data.dtype(),
-            "ScatterND on {} data",
-        )?;
-        let plan = self.plan(
-            data.shape(),
-            data.dtype(),
-            indices.shape(),
-            indices.dtype(),
-            updates.shape(),
-        )?;
-        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
+        let (plan, offsets) = self.prepare(&data, indices, &updates)?;
         with_view!(data, t => {
             let updates = updates.typed()?;
             let out = super::typed_output("ScatterND", out, t.shape())?;
@@ -175,6 +149,32 @@ impl ScatterND {
         let offsets = resolve_tuples(indices, &plan.rule)?;
         self.fill(data, &offsets, updates, plan.block, out.data_mut());
         Ok(())
+    }
+
+    /// What both dynamic forms check before anything is written: the
+    /// updates' dtype, the shapes and profile (the plan), and every tuple,
+    /// resolved to its data offset.
+    fn prepare(
+        &self,
+        data: &TensorView<'_>,
+        indices: TensorView<'_>,
+        updates: &TensorView<'_>,
+    ) -> Result<(NdPlan, Vec<usize>)> {
+        super::require_same_dtype(
+            "updates",
+            updates.dtype(),
+            data.dtype(),
+            "ScatterND on {} data",
+        )?;
+        let plan = self.plan(
+            data.shape(),
+            data.dtype(),
+            indices.shape(),
+            indices.dtype(),
+            updates.shape(),
+        )?;
+        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
+        Ok((plan, offsets))
     }
 
     fn plan(
