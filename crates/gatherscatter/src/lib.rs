@@ -79,8 +79,9 @@
 //! # Ok::<(), gatherscatter::Error>(())
 //! ```
 #![deny(missing_docs)]
-// `unsafe` is allowed in two modules only: `stream` (x86-64 streaming
-// stores) and `vector_gather` (AVX2 gathers).
+// `unsafe` is allowed in three modules only: `stream` (x86-64 streaming
+// stores), `vector_gather` (AVX2 gathers) and `uninit` (fresh outputs not
+// zeroed first); elsewhere only to call `uninit::new_vec_written`.
 #![deny(unsafe_code)]
 
 mod display;
@@ -94,6 +95,7 @@ mod shape;
 mod stream;
 pub mod tensor;
 pub mod tensor_view;
+mod uninit;
 mod vector_gather;
 
 pub use dtype::{DType, Element};

@@ -14,6 +14,8 @@
 //! CI does for this module's tests.
 #![allow(unsafe_code)]
 
+use crate::uninit::Slot;
+
 /// Whether the AVX2 kernels can run on this CPU.
 pub(crate) fn avx2_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
@@ -35,11 +37,11 @@ pub(crate) fn avx2_available() -> bool {
 /// With `streaming`, aligned stores bypass the cache (for outputs larger
 /// than it: a plain store first reads the line it writes); the caller must
 /// then call [`crate::stream::store_fence`] before handing `dst` on.
-pub(crate) fn gather_u32s(
+pub(crate) fn gather_u32s<O: Slot<u32>>(
     row: &[u32],
     indices: &[i64],
     negative_shift: i64,
-    dst: &mut [u32],
+    dst: &mut [O],
     streaming: bool,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
@@ -58,11 +60,11 @@ pub(crate) fn gather_u32s(
 }
 
 /// [`gather_u32s`] for 8-byte words, in groups of four.
-pub(crate) fn gather_u64s(
+pub(crate) fn gather_u64s<O: Slot<u64>>(
     row: &[u64],
     indices: &[i64],
     negative_shift: i64,
-    dst: &mut [u64],
+    dst: &mut [O],
     streaming: bool,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
@@ -82,11 +84,11 @@ pub(crate) fn gather_u64s(
 
 /// Run an AVX2 `kernel` if the CPU has AVX2; 0 elements written otherwise.
 #[cfg(target_arch = "x86_64")]
-fn run<W>(
+fn run<W, O: Slot<W>>(
     row: &[W],
     indices: &[i64],
     negative_shift: i64,
-    dst: &mut [W],
+    dst: &mut [O],
     streaming: bool,
     kernel: x86::Kernel<W>,
 ) -> usize {
@@ -94,20 +96,32 @@ fn run<W>(
         return 0;
     }
     let len = dst.len().min(indices.len());
-    // SAFETY: the kernels need AVX2, available (checked above), and
-    // `dst.len() >= indices.len()`, true of `indices[..len]`.
-    unsafe { kernel(row, &indices[..len], negative_shift, dst, streaming) }
+    // SAFETY: the kernels need AVX2, available (checked above), and room
+    // for `indices.len()` words at `dst`: `len` slots of an exclusively
+    // borrowed slice, each the size of a word (`Slot`'s contract), and
+    // writing a word into either kind of slot leaves a valid value.
+    unsafe {
+        kernel(
+            row,
+            &indices[..len],
+            negative_shift,
+            O::words(dst),
+            streaming,
+        )
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// A gather kernel: writes `dst[..k]` for the `k` it returns.
+    /// A gather kernel: writes the `k` words from `dst` on, for the `k`
+    /// it returns.
     ///
     /// # Safety
-    /// AVX2 must be available and `dst.len() >= indices.len()`.
-    pub(super) type Kernel<W> = unsafe fn(&[W], &[i64], i64, &mut [W], bool) -> usize;
+    /// AVX2 must be available and `dst` valid for writes of
+    /// `indices.len()` words, referenced by nothing else meanwhile.
+    pub(super) type Kernel<W> = unsafe fn(&[W], &[i64], i64, *mut W, bool) -> usize;
 
     /// Four indices, negatives shifted, and whether all four are in
     /// `[0, size)`.
@@ -152,16 +166,16 @@ mod x86 {
     /// the first group with a bad index.
     ///
     /// # Safety
-    /// AVX2 must be available and `dst.len() >= indices.len()`.
+    /// As for [`Kernel`].
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn gather_u32s_avx2(
         row: &[u32],
         indices: &[i64],
         shift: i64,
-        dst: &mut [u32],
+        dst: *mut u32,
         streaming: bool,
     ) -> usize {
-        let streaming = streaming && dst.as_ptr().align_offset(16) == 0;
+        let streaming = streaming && dst.align_offset(16) == 0;
         let Ok(size) = i64::try_from(row.len()) else {
             return 0;
         };
@@ -183,12 +197,12 @@ mod x86 {
             }
             // SAFETY: every lane of `lo` and `hi` is in `[0, row.len())`
             // (checked just above), so each gathered 4-byte load lies inside
-            // `row`. `dst` has at least `indices.len() >= j + 8` elements, so
+            // `row`. `dst` has room for `indices.len() >= j + 8` words, so
             // the two 16-byte unaligned stores at `j` and `j + 4` are inside it.
             unsafe {
                 let a = _mm256_i64gather_epi32::<4>(base, lo);
                 let b = _mm256_i64gather_epi32::<4>(base, hi);
-                let to = dst.as_mut_ptr().add(j).cast::<__m128i>();
+                let to = dst.add(j).cast::<__m128i>();
                 store(to, a, streaming);
                 store(to.add(1), b, streaming);
             }
@@ -200,16 +214,16 @@ mod x86 {
     /// [`gather_u32s_avx2`] for 8-byte words, in groups of four.
     ///
     /// # Safety
-    /// AVX2 must be available and `dst.len() >= indices.len()`.
+    /// As for [`Kernel`].
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn gather_u64s_avx2(
         row: &[u64],
         indices: &[i64],
         shift: i64,
-        dst: &mut [u64],
+        dst: *mut u64,
         streaming: bool,
     ) -> usize {
-        let streaming = streaming && dst.as_ptr().align_offset(16) == 0;
+        let streaming = streaming && dst.align_offset(16) == 0;
         let Ok(size) = i64::try_from(row.len()) else {
             return 0;
         };
@@ -223,11 +237,11 @@ mod x86 {
                 break;
             }
             // SAFETY: every lane of `p` is in `[0, row.len())` (checked just
-            // above), so each 8-byte load lies inside `row`; `dst` has at
-            // least `j + 4` elements, room for the two 16-byte stores.
+            // above), so each 8-byte load lies inside `row`; `dst` has room
+            // for `indices.len() >= j + 4` words, so for the two 16-byte stores.
             unsafe {
                 let v = _mm256_i64gather_epi64::<8>(base, p);
-                let to = dst.as_mut_ptr().add(j).cast::<__m128i>();
+                let to = dst.add(j).cast::<__m128i>();
                 store(to, _mm256_castsi256_si128(v), streaming);
                 store(to.add(1), _mm256_extracti128_si256::<1>(v), streaming);
             }
@@ -315,6 +329,39 @@ mod tests {
         };
         assert_eq!(done, whole_groups, "{idx:?} shift {shift}");
         assert_eq!(out[..done], want[..done], "{idx:?} shift {shift}");
+    }
+
+    /// Into memory never initialised (a fresh output), plain and streaming
+    /// stores alike: under Miri, reading the written prefix back is allowed
+    /// only if every word of it was stored.
+    #[test]
+    fn uninitialised_outputs_get_whole_words() {
+        use std::mem::MaybeUninit;
+        let row: Vec<u32> = (0..19).map(|v| v * 3 + 1).collect();
+        let idx = indices(16, 19);
+        let (want, _) = expected(&row, &idx, 19);
+        for streaming in [false, true] {
+            let mut out = vec![MaybeUninit::<u32>::uninit(); 16];
+            let done = gather_u32s(&row, &idx, 19, &mut out, streaming);
+            crate::stream::store_fence();
+            // SAFETY: the kernel wrote the first `done` words.
+            let got: Vec<u32> = out[..done]
+                .iter()
+                .map(|w| unsafe { w.assume_init() })
+                .collect();
+            assert_eq!(got, want[..done]);
+            let mut out = vec![MaybeUninit::<u64>::uninit(); 16];
+            let row: Vec<u64> = row.iter().map(|&v| u64::from(v) << 33).collect();
+            let done = gather_u64s(&row, &idx, 19, &mut out, streaming);
+            crate::stream::store_fence();
+            // SAFETY: as above.
+            let got: Vec<u64> = out[..done]
+                .iter()
+                .map(|w| unsafe { w.assume_init() })
+                .collect();
+            let want: Vec<u64> = want[..done].iter().map(|&v| u64::from(v) << 33).collect();
+            assert_eq!(got, want);
+        }
     }
 
     #[test]

@@ -1,0 +1,156 @@
+//! Fresh outputs that are not zeroed before a kernel writes them.
+//!
+//! A kernel that writes every output element would otherwise pay for the
+//! output twice: once to zero it (a reused allocation is cleared by the
+//! allocator, one thread, before the kernel starts) and once to write it.
+//! (Measured on W4, GatherElements into a fresh 64 MiB output, against
+//! zeroed memory: 1.07-1.25x faster on one thread, 0.97-1.37x on two, in
+//! A/B runs whose noise is about 10%.) Kernels write through [`Slot`], so
+//! the same code fills a caller's initialised buffer and a fresh one.
+#![allow(unsafe_code)]
+
+use std::mem::MaybeUninit;
+
+use crate::dtype::Element;
+
+/// An output element a kernel writes: already initialised (`W`, a caller's
+/// buffer) or not yet (`MaybeUninit<W>`, a fresh one).
+///
+/// # Safety
+/// Implementors have the size and alignment of `W`, and a `W` stored at a
+/// slot's address (see [`Slot::words`]) is a valid value of the slot.
+pub(crate) unsafe trait Slot<W>: Sized + Send {
+    /// Store `value` in the slot.
+    fn put(&mut self, value: W);
+
+    /// The first slot's address as a word pointer, for vector kernels that
+    /// store whole words through it.
+    fn words(slots: &mut [Self]) -> *mut W {
+        slots.as_mut_ptr().cast()
+    }
+}
+
+// SAFETY: a `W` slot is a `W`.
+unsafe impl<W: Send> Slot<W> for W {
+    #[inline]
+    fn put(&mut self, value: W) {
+        *self = value;
+    }
+}
+
+// SAFETY: `MaybeUninit<W>` has the layout of `W` and holds any `W`.
+unsafe impl<W: Send> Slot<W> for MaybeUninit<W> {
+    #[inline]
+    fn put(&mut self, value: W) {
+        self.write(value);
+    }
+}
+
+/// A new vector of `len` elements written by `write` through their words,
+/// never zeroed first. `write` returns `Ok` only once every slot holds a
+/// word; its error is passed on, and the partly written memory is freed.
+/// `None` when `T` does not allow it (its values need dropping, so an error
+/// halfway would leak them, or its word differs in size or alignment) or
+/// the memory cannot be allocated: the caller then takes the zeroed path,
+/// which reports a failed allocation.
+///
+/// # Safety
+/// When `write` returns `Ok`, it must have written every slot it was given.
+pub(crate) unsafe fn new_vec_written<T: Element, E>(
+    len: usize,
+    write: impl FnOnce(&mut [MaybeUninit<T::Word>]) -> Result<(), E>,
+) -> Option<Result<Vec<T>, E>> {
+    let same_layout = std::mem::size_of::<T>() == std::mem::size_of::<T::Word>()
+        && std::mem::align_of::<T::Word>() <= std::mem::align_of::<T>();
+    if std::mem::needs_drop::<T>() || !same_layout {
+        return None;
+    }
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(len).ok()?;
+    let spare = &mut out.spare_capacity_mut()[..len];
+    // SAFETY: `T` and its word have the same size and the word's alignment
+    // is no stricter (checked above), so the `len` spare elements are `len`
+    // words of allocated memory, referenced by nothing else while `spare`
+    // is borrowed; `MaybeUninit` has no validity rule.
+    let words: &mut [MaybeUninit<T::Word>] =
+        unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) };
+    // Debug builds fill the memory with a pattern first, so a slot the
+    // kernel skipped shows in the tests' results (a fresh page would read
+    // as zero, a plausible value). Not under Miri, which needs the memory
+    // uninitialised to report reading such a slot.
+    #[cfg(all(debug_assertions, not(miri)))]
+    // SAFETY: `words` spans `size_of_val(words)` bytes of memory it borrows
+    // exclusively; any byte may be stored in `MaybeUninit`.
+    unsafe {
+        std::ptr::write_bytes(
+            words.as_mut_ptr().cast::<u8>(),
+            0xA5,
+            std::mem::size_of_val(words),
+        )
+    };
+    if let Err(error) = write(words) {
+        return Some(Err(error));
+    }
+    // SAFETY: on `Ok` every slot holds a word (the caller's contract), and a
+    // word stored over a `T` is a valid `T`: `Element::as_words_mut` lets
+    // safe code do exactly that to any initialised `T`.
+    unsafe { out.set_len(len) };
+    Some(Ok(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_slot_written_gives_those_values() {
+        // SAFETY: the closure writes every slot before returning `Ok`.
+        let out = unsafe {
+            new_vec_written::<f32, ()>(5, |words| {
+                for (k, w) in words.iter_mut().enumerate() {
+                    w.put((k as f32 + 0.5).to_bits());
+                }
+                Ok(())
+            })
+        };
+        assert_eq!(out, Some(Ok(vec![0.5, 1.5, 2.5, 3.5, 4.5])));
+    }
+
+    #[test]
+    fn an_error_halfway_frees_the_memory_and_is_passed_on() {
+        // SAFETY: the closure returns `Err` before writing every slot.
+        let out = unsafe {
+            new_vec_written::<u64, &str>(4, |words| {
+                words[0].put(1);
+                Err("bad index")
+            })
+        };
+        assert_eq!(out, Some(Err("bad index")));
+    }
+
+    #[test]
+    fn values_that_need_dropping_are_refused() {
+        // SAFETY: refused before `write` could run.
+        let out = unsafe { new_vec_written::<String, ()>(2, |_| Ok(())) };
+        assert_eq!(out, None);
+    }
+
+    #[test]
+    fn an_impossible_allocation_is_refused() {
+        // SAFETY: refused before `write` could run.
+        let out = unsafe { new_vec_written::<u64, ()>(usize::MAX / 4, |_| Ok(())) };
+        assert_eq!(out, None);
+    }
+
+    #[test]
+    fn both_slot_kinds_store_words() {
+        let mut init = [0u32; 2];
+        init[1].put(7);
+        let mut fresh = [MaybeUninit::<u32>::uninit(); 2];
+        fresh[0].put(3);
+        fresh[1].put(4);
+        // SAFETY: both slots were just written.
+        let fresh = unsafe { [fresh[0].assume_init(), fresh[1].assume_init()] };
+        assert_eq!((init, fresh), ([0, 7], [3, 4]));
+    }
+}
