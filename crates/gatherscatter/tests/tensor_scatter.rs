@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use gatherscatter::{
-    DType, Error, ErrorKind, Profile, ScatterMode, Tensor, TensorScatter, TensorView,
+    DType, Error, ErrorKind, Profile, ScatterMode, Tensor, TensorScatter, TensorView, TypedTensor,
 };
 use proptest::prelude::*;
 
@@ -187,6 +187,74 @@ fn errors_name_the_numbers_and_leave_the_cache_untouched() {
 }
 
 #[test]
+fn into_and_in_place_check_everything_before_writing() {
+    let past = f32s(&[2, 4, 1], &[0.; 8]);
+    let update = f32s(&[2, 2, 1], &[1.; 4]);
+    let bad_write = Tensor::from_vec(vec![0i64, 3]);
+    let op = TensorScatter::new();
+
+    let mut out = f32s(&[2, 4, 1], &[7.; 8]);
+    let err = op
+        .run_into(&past, &update, Some(TensorView::from(&bad_write)), &mut out)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+    assert_eq!(out, f32s(&[2, 4, 1], &[7.; 8]));
+    let mut cache = past.clone();
+    let err = op
+        .run_in_place(&mut cache, &update, Some(TensorView::from(&bad_write)))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+    assert_eq!(cache, past);
+
+    // The output must have the cache's shape and dtype.
+    let mut wrong_shape = f32s(&[8], &[7.; 8]);
+    let err = op
+        .run_into(&past, &update, None, &mut wrong_shape)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    let mut wrong_dtype = Tensor::new(vec![2, 4, 1], vec![7i32; 8]).unwrap();
+    let err = op
+        .run_into(&past, &update, None, &mut wrong_dtype)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadDType);
+    // In place, the update must have the cache's dtype.
+    let mut int_cache = Tensor::new(vec![2, 4, 1], vec![7i32; 8]).unwrap();
+    let err = op.run_in_place(&mut int_cache, &update, None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadDType);
+    assert_eq!(
+        int_cache,
+        Tensor::new(vec![2, 4, 1], vec![7i32; 8]).unwrap()
+    );
+}
+
+#[test]
+fn typed_into_and_in_place_match_run() {
+    let past = TypedTensor::new(vec![2, 3], vec![1u16, 2, 3, 4, 5, 6]).unwrap();
+    let update = TypedTensor::new(vec![2, 2], vec![10u16, 11, 20, 21]).unwrap();
+    let write = TypedTensor::new(vec![2], vec![2u8, 1]).unwrap();
+    let op = TensorScatter::new().axis(1).mode(ScatterMode::Circular);
+    let expected = [11u16, 2, 10, 4, 20, 21];
+    let out = op
+        .run_typed(past.view(), update.view(), Some(write.view()))
+        .unwrap();
+    assert_eq!(out.data(), &expected);
+    let mut into = TypedTensor::new(vec![2, 3], vec![0u16; 6]).unwrap();
+    op.run_typed_into(past.view(), update.view(), Some(write.view()), &mut into)
+        .unwrap();
+    assert_eq!(into.data(), &expected);
+    let mut cache = past.clone();
+    op.run_typed_in_place(&mut cache, update.view(), Some(write.view()))
+        .unwrap();
+    assert_eq!(cache.data(), &expected);
+    let mut short = TypedTensor::new(vec![3, 2], vec![0u16; 6]).unwrap();
+    let err = op
+        .run_typed_into(past.view(), update.view(), Some(write.view()), &mut short)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    assert_eq!(short.data(), &[0u16; 6]);
+}
+
+#[test]
 fn onnx_profile_needs_opset_24_and_int64_write_indices() {
     let past = f32s(&[1, 2, 1], &[0., 0.]);
     let update = f32s(&[1, 1, 1], &[1.]);
@@ -264,20 +332,25 @@ fn check<T: FromSeed>(
     } else {
         ScatterMode::Linear
     };
-    let out = TensorScatter::new()
-        .axis(axis as i64)
-        .mode(mode)
-        .run(
-            &Tensor::new(shape.to_vec(), past).unwrap(),
-            &Tensor::new(update_shape, update).unwrap(),
-            Some(TensorView::from(&index_tensor(
-                index_dtype,
-                &[shape[0]],
-                write,
-            ))),
-        )
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let op = TensorScatter::new().axis(axis as i64).mode(mode);
+    let past = Tensor::new(shape.to_vec(), past).unwrap();
+    let update = Tensor::new(update_shape, update).unwrap();
+    let write = index_tensor(index_dtype, &[shape[0]], write);
+    let fail = |e: Error| TestCaseError::fail(e.to_string());
+    let out = op
+        .run(&past, &update, Some(TensorView::from(&write)))
+        .map_err(fail)?;
     prop_assert_eq!(out.data::<T>().unwrap(), &expected[..]);
+    // Into a buffer holding other values: every element is written.
+    let other: Vec<T> = (5000..5000 + n as i64).map(T::from_seed).collect();
+    let mut into = Tensor::new(shape.to_vec(), other).unwrap();
+    op.run_into(&past, &update, Some(TensorView::from(&write)), &mut into)
+        .map_err(fail)?;
+    prop_assert_eq!(into.data::<T>().unwrap(), &expected[..]);
+    let mut cache = past.clone();
+    op.run_in_place(&mut cache, &update, Some(TensorView::from(&write)))
+        .map_err(fail)?;
+    prop_assert_eq!(cache.data::<T>().unwrap(), &expected[..]);
     Ok(())
 }
 

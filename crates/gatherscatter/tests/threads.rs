@@ -332,6 +332,17 @@ proptest! {
                 .run(&past, &update, Some(TensorView::from(&write_tensor)))
                 .unwrap()
         });
+        // In place, tasks are sized by the update rather than the cache.
+        let in_place = same_for_every_thread_count(|| {
+            let mut cache = past.clone();
+            TensorScatter::new()
+                .axis(axis as i64)
+                .mode(mode)
+                .run_in_place(&mut cache, &update, Some(TensorView::from(&write_tensor)))
+                .unwrap();
+            cache
+        });
+        prop_assert_eq!(&in_place, &out);
         // present[p, w + s, ..] = update[p, s, ..], positions modulo max when circular.
         let mut expected = past_values;
         for coord in coordinates(&update_shape) {

@@ -134,25 +134,89 @@ impl TensorScatter {
         write_indices: Option<TensorView<'_>>,
     ) -> Result<Tensor> {
         let (past_cache, update) = (past_cache.into(), update.into());
-        super::require_same_dtype(
-            "update",
-            update.dtype(),
-            past_cache.dtype(),
-            "TensorScatter on a {} cache",
-        )?;
-        let plan = self.plan(
+        let (plan, positions) = self.prepare(
             past_cache.shape(),
             past_cache.dtype(),
-            update.shape(),
-            write_indices.map(|w| (w.shape(), w.dtype())),
+            &update,
+            write_indices,
         )?;
-        let positions = match write_indices {
-            None => vec![0; plan.batch],
-            Some(w) => {
-                crate::index::with_index_view!(w, "TensorScatter write_indices", v => self.resolve(v, &plan)?)
-            }
-        };
-        with_view!(past_cache, t => execute(t, update.typed()?, &positions, &plan).map(Tensor::from))
+        with_view!(past_cache, t => {
+            let mut out = super::alloc_output(t.len())?;
+            fill(t, update.typed()?, &positions, &plan, &mut out);
+            Ok(TypedTensor::from_parts_unchecked(t.shape().to_vec(), out).into())
+        })
+    }
+
+    /// Like [`TensorScatter::run`], but writes the result into `out`, a
+    /// caller's buffer of the cache's dtype and shape. Every check comes
+    /// first: on an error `out` is unchanged.
+    ///
+    /// ```
+    /// use gatherscatter::{Tensor, TensorScatter};
+    ///
+    /// let past = Tensor::new(vec![1, 4], vec![1.0f32, 2.0, 3.0, 4.0])?;
+    /// let step = Tensor::new(vec![1, 1], vec![9.0f32])?;
+    /// let at = Tensor::from_vec(vec![2i64]);
+    /// let mut present = Tensor::new(vec![1, 4], vec![0.0f32; 4])?;
+    /// TensorScatter::new().axis(1).run_into(&past, &step, Some((&at).into()), &mut present)?;
+    /// assert_eq!(present.data::<f32>().unwrap(), &[1.0, 2.0, 9.0, 4.0]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_into<'c, 'u>(
+        &self,
+        past_cache: impl Into<TensorView<'c>>,
+        update: impl Into<TensorView<'u>>,
+        write_indices: Option<TensorView<'_>>,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let (past_cache, update) = (past_cache.into(), update.into());
+        let (plan, positions) = self.prepare(
+            past_cache.shape(),
+            past_cache.dtype(),
+            &update,
+            write_indices,
+        )?;
+        with_view!(past_cache, t => {
+            let out = super::typed_output("TensorScatter", out, t.shape())?;
+            fill(t, update.typed()?, &positions, &plan, out);
+            Ok(())
+        })
+    }
+
+    /// Update `cache` where it is: only the windows of `update` are written,
+    /// the rest of the cache keeps its values. This is the output of
+    /// [`TensorScatter::run`] with `cache` as `past_cache`, without copying
+    /// the cache (runtimes that keep a KV cache in one buffer). Every check
+    /// comes first: on an error `cache` is unchanged.
+    ///
+    /// ```
+    /// use gatherscatter::{ScatterMode, Tensor, TensorScatter};
+    ///
+    /// let mut cache = Tensor::new(vec![1, 3], vec![1i32, 2, 3])?;
+    /// let step = Tensor::new(vec![1, 2], vec![8i32, 9])?;
+    /// let at = Tensor::from_vec(vec![2i64]);
+    /// TensorScatter::new()
+    ///     .axis(1)
+    ///     .mode(ScatterMode::Circular)
+    ///     .run_in_place(&mut cache, &step, Some((&at).into()))?;
+    /// assert_eq!(cache.data::<i32>().unwrap(), &[9, 2, 8]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_in_place<'u>(
+        &self,
+        cache: &mut Tensor,
+        update: impl Into<TensorView<'u>>,
+        write_indices: Option<TensorView<'_>>,
+    ) -> Result<()> {
+        let update = update.into();
+        let (plan, positions) =
+            self.prepare(cache.shape(), cache.dtype(), &update, write_indices)?;
+        let shape = cache.shape().to_vec();
+        with_view!(update, u => {
+            let cache = super::typed_output("TensorScatter", cache, &shape)?;
+            write_windows_in_place(cache, u, &positions, &plan);
+            Ok(())
+        })
     }
 
     /// Run on typed views (`None::<TypedView<i64>>` for no write indices).
@@ -162,17 +226,93 @@ impl TensorScatter {
         update: TypedView<'_, T>,
         write_indices: Option<TypedView<'_, I>>,
     ) -> Result<TypedTensor<T>> {
+        let (plan, positions) =
+            self.prepare_typed(past_cache.shape(), update.shape(), T::DTYPE, write_indices)?;
+        let mut out = super::alloc_output(past_cache.len())?;
+        fill(past_cache, update, &positions, &plan, &mut out);
+        Ok(TypedTensor::from_parts_unchecked(
+            past_cache.shape().to_vec(),
+            out,
+        ))
+    }
+
+    /// Typed form of [`TensorScatter::run_into`].
+    pub fn run_typed_into<T: Element, I: IndexElement>(
+        &self,
+        past_cache: TypedView<'_, T>,
+        update: TypedView<'_, T>,
+        write_indices: Option<TypedView<'_, I>>,
+        out: &mut TypedTensor<T>,
+    ) -> Result<()> {
+        let (plan, positions) =
+            self.prepare_typed(past_cache.shape(), update.shape(), T::DTYPE, write_indices)?;
+        super::check_output_shape("TensorScatter", out.shape(), past_cache.shape())?;
+        fill(past_cache, update, &positions, &plan, out.data_mut());
+        Ok(())
+    }
+
+    /// Typed form of [`TensorScatter::run_in_place`].
+    pub fn run_typed_in_place<T: Element, I: IndexElement>(
+        &self,
+        cache: &mut TypedTensor<T>,
+        update: TypedView<'_, T>,
+        write_indices: Option<TypedView<'_, I>>,
+    ) -> Result<()> {
+        let (plan, positions) =
+            self.prepare_typed(cache.shape(), update.shape(), T::DTYPE, write_indices)?;
+        write_windows_in_place(cache.data_mut(), update, &positions, &plan);
+        Ok(())
+    }
+
+    /// Checks of a dynamic call: the plan and each batch entry's first
+    /// write position.
+    fn prepare(
+        &self,
+        past_shape: &[usize],
+        dtype: DType,
+        update: &TensorView<'_>,
+        write_indices: Option<TensorView<'_>>,
+    ) -> Result<(Plan, Vec<usize>)> {
+        super::require_same_dtype(
+            "update",
+            update.dtype(),
+            dtype,
+            "TensorScatter on a {} cache",
+        )?;
         let plan = self.plan(
-            past_cache.shape(),
-            T::DTYPE,
+            past_shape,
+            dtype,
             update.shape(),
+            write_indices.map(|w| (w.shape(), w.dtype())),
+        )?;
+        let positions = match write_indices {
+            None => vec![0; plan.batch],
+            Some(w) => {
+                crate::index::with_index_view!(w, "TensorScatter write_indices", v => self.resolve(v, &plan)?)
+            }
+        };
+        Ok((plan, positions))
+    }
+
+    /// Checks of a typed call, as [`TensorScatter::prepare`].
+    fn prepare_typed<I: IndexElement>(
+        &self,
+        past_shape: &[usize],
+        update_shape: &[usize],
+        dtype: DType,
+        write_indices: Option<TypedView<'_, I>>,
+    ) -> Result<(Plan, Vec<usize>)> {
+        let plan = self.plan(
+            past_shape,
+            dtype,
+            update_shape,
             write_indices.map(|w| (w.shape(), I::DTYPE)),
         )?;
         let positions = match write_indices {
             None => vec![0; plan.batch],
             Some(w) => self.resolve(w, &plan)?,
         };
-        execute(past_cache, update, &positions, &plan)
+        Ok((plan, positions))
     }
 
     fn plan(
@@ -292,24 +432,21 @@ impl TensorScatter {
     }
 }
 
-fn execute<T: Element>(
+/// `out = past` with every update window written (`out` has past's length).
+fn fill<T: Element>(
     past: TypedView<'_, T>,
     update: TypedView<'_, T>,
     positions: &[usize],
     plan: &Plan,
-) -> Result<TypedTensor<T>> {
-    let mut out = super::alloc_output::<T>(past.len())?;
+    out: &mut [T],
+) {
     copy_and_write_windows(
         T::as_words(past.data()),
-        T::as_words_mut(&mut out),
+        T::as_words_mut(out),
         T::as_words(update.data()),
         positions,
         plan,
     );
-    Ok(TypedTensor::from_parts_unchecked(
-        past.shape().to_vec(),
-        out,
-    ))
 }
 
 /// `out = past`, then each cache row (one prefix `p`: `max_sequence_length`
@@ -326,23 +463,55 @@ fn copy_and_write_windows<W: Clone + Send + Sync>(
 ) {
     let (max, seq, inner) = (plan.max_sequence_length, plan.sequence_length, plan.inner);
     let cache_row = max * inner;
-    let update_row = seq * inner;
-    if cache_row == 0 || update_row == 0 || plan.per_batch == 0 {
+    if cache_row == 0 || seq * inner == 0 || plan.per_batch == 0 {
         super::copy_into(past, out);
         return;
     }
     let rows = out.len() / cache_row;
     let rows_per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(out), rows));
     super::copy_then(past, out, rows_per_task * cache_row, |offset, owned| {
-        let first = offset / cache_row;
-        for (k, cache) in owned.chunks_exact_mut(cache_row).enumerate() {
-            let p = first + k;
-            let start = positions[p / plan.per_batch];
-            let window = &update[p * update_row..(p + 1) * update_row];
-            for (s, src) in window.chunks_exact(inner).enumerate() {
-                let pos = (start + s) % max;
-                cache[pos * inner..(pos + 1) * inner].clone_from_slice(src);
-            }
-        }
+        write_windows(owned, offset / cache_row, update, positions, plan);
     });
+}
+
+/// Only the windows of `update`, into a cache that already holds the past
+/// values; tasks are sized by the update, the bytes that move.
+fn write_windows_in_place<T: Element>(
+    cache: &mut [T],
+    update: TypedView<'_, T>,
+    positions: &[usize],
+    plan: &Plan,
+) {
+    let cache_row = plan.max_sequence_length * plan.inner;
+    if cache_row == 0 || plan.sequence_length * plan.inner == 0 || plan.per_batch == 0 {
+        return;
+    }
+    let (cache, update) = (T::as_words_mut(cache), T::as_words(update.data()));
+    let rows = cache.len() / cache_row;
+    let rows_per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(update), rows));
+    parallel::for_each_chunk(cache, rows_per_task * cache_row, |task, owned| {
+        write_windows(owned, task * rows_per_task, update, positions, plan);
+    });
+}
+
+/// Write into `owned`, whole cache rows from row `first` on, each row's
+/// window of `update`.
+fn write_windows<W: Clone>(
+    owned: &mut [W],
+    first: usize,
+    update: &[W],
+    positions: &[usize],
+    plan: &Plan,
+) {
+    let (max, inner) = (plan.max_sequence_length, plan.inner);
+    let update_row = plan.sequence_length * inner;
+    for (k, cache) in owned.chunks_exact_mut(max * inner).enumerate() {
+        let p = first + k;
+        let start = positions[p / plan.per_batch];
+        let window = &update[p * update_row..(p + 1) * update_row];
+        for (s, src) in window.chunks_exact(inner).enumerate() {
+            let pos = (start + s) % max;
+            cache[pos * inner..(pos + 1) * inner].clone_from_slice(src);
+        }
+    }
 }
