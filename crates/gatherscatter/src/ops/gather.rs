@@ -200,12 +200,11 @@ impl Gather {
             )));
         }
 
-        let output_shape: Vec<usize> = data_shape[..axis]
-            .iter()
-            .chain(&indices_shape[b..])
-            .chain(&data_shape[axis + 1..])
-            .copied()
-            .collect();
+        // Three slice copies: a chained iterator collects element by element.
+        let mut output_shape = Vec::with_capacity(data_shape.len() + indices_shape.len() - b - 1);
+        output_shape.extend_from_slice(&data_shape[..axis]);
+        output_shape.extend_from_slice(&indices_shape[b..]);
+        output_shape.extend_from_slice(&data_shape[axis + 1..]);
         let output_len = checked_product(&output_shape).ok_or_else(|| Error::SizeOverflow {
             what: "Gather output",
             shape: output_shape.clone(),
@@ -250,13 +249,13 @@ impl Gather {
                         self.batch_dims
                     )));
                 }
-                profile::require_dtype("data", data_dtype, &profile::onnx_data_types(version), context)?;
+                profile::require_dtype("data", data_dtype, profile::onnx_data_types(version), context)?;
                 profile::require_dtype("indices", index_dtype, &profile::ONNX_INDEX_TYPES, context)?;
                 Ok(true)
             }
             Profile::MindSpore => {
                 let context = || "MindSpore Tensor.gather(input_indices, axis, batch_dims)".to_string();
-                profile::require_dtype("data", data_dtype, &profile::mindspore_data_types(), context)?;
+                profile::require_dtype("data", data_dtype, profile::mindspore_data_types(), context)?;
                 profile::require_dtype("indices", index_dtype, &profile::MINDSPORE_INDEX_TYPES, context)?;
                 if axis < self.batch_dims {
                     return Err(Error::attribute(format!(
