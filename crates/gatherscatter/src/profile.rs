@@ -103,12 +103,31 @@ impl FromStr for Profile {
     }
 }
 
-/// Every dtype except bfloat16, which ONNX added at opset 13.
-pub(crate) fn onnx_data_types(since_version: u32) -> Vec<DType> {
-    DType::ALL
-        .into_iter()
-        .filter(|&d| d != DType::BF16 || since_version >= 13)
-        .collect()
+/// Every dtype but one (a constant table: profile checks run on every call
+/// and allocate nothing).
+const fn all_dtypes_but(excluded: DType) -> [DType; 15] {
+    let mut out = [DType::F32; 15];
+    let (mut from, mut to) = (0, 0);
+    while from < DType::ALL.len() {
+        if DType::ALL[from] as u8 != excluded as u8 {
+            out[to] = DType::ALL[from];
+            to += 1;
+        }
+        from += 1;
+    }
+    out
+}
+
+const ALL_BUT_BF16: [DType; 15] = all_dtypes_but(DType::BF16);
+const ALL_BUT_STRING: [DType; 15] = all_dtypes_but(DType::String);
+
+/// Every dtype, but bfloat16 only from version 13 (ONNX added it at opset 13).
+pub(crate) fn onnx_data_types(since_version: u32) -> &'static [DType] {
+    if since_version >= 13 {
+        &DType::ALL
+    } else {
+        &ALL_BUT_BF16
+    }
 }
 
 /// ONNX `Tind`: int32 and int64.
@@ -118,11 +137,8 @@ pub(crate) const ONNX_INDEX_TYPES: [DType; 2] = [DType::I32, DType::I64];
 pub(crate) const MINDSPORE_INDEX_TYPES: [DType; 2] = [DType::I32, DType::I64];
 
 /// MindSpore tensors: every numeric type and bool, but no strings.
-pub(crate) fn mindspore_data_types() -> Vec<DType> {
-    DType::ALL
-        .into_iter()
-        .filter(|&d| d != DType::String)
-        .collect()
+pub(crate) fn mindspore_data_types() -> &'static [DType] {
+    &ALL_BUT_STRING
 }
 
 /// DirectML feature levels at which GatherElements' tables change (seed 001).
@@ -212,6 +228,21 @@ mod tests {
         assert_eq!(onnx_since_version("Gather", 12, &[1, 11, 13]).unwrap(), 11);
         assert_eq!(onnx_since_version("Gather", 21, &[1, 11, 13]).unwrap(), 13);
         assert!(onnx_since_version("GatherElements", 10, &[11, 13]).is_err());
+    }
+
+    #[test]
+    fn data_type_tables_drop_exactly_one_dtype() {
+        for (table, dropped) in [
+            (onnx_data_types(11), Some(DType::BF16)),
+            (onnx_data_types(13), None),
+            (mindspore_data_types(), Some(DType::String)),
+        ] {
+            let expected: Vec<DType> = DType::ALL
+                .into_iter()
+                .filter(|&d| Some(d) != dropped)
+                .collect();
+            assert_eq!(table, &expected[..]);
+        }
     }
 
     #[test]

@@ -188,7 +188,7 @@ impl GatherElements {
                 profile::require_dtype(
                     "data",
                     data_dtype,
-                    &profile::onnx_data_types(version),
+                    profile::onnx_data_types(version),
                     context,
                 )?;
                 profile::require_dtype(
@@ -204,7 +204,7 @@ impl GatherElements {
                 profile::require_dtype(
                     "data",
                     data_dtype,
-                    &profile::mindspore_data_types(),
+                    profile::mindspore_data_types(),
                     context,
                 )?;
                 profile::require_dtype(

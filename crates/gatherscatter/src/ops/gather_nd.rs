@@ -214,7 +214,7 @@ impl GatherND {
                 profile::require_dtype(
                     "data",
                     data_dtype,
-                    &profile::onnx_data_types(version),
+                    profile::onnx_data_types(version),
                     context,
                 )?;
                 profile::require_dtype("indices", index_dtype, &[DType::I64], context)

@@ -123,7 +123,7 @@ impl Scatter {
                 let version = profile::onnx_since_version("Scatter", opset, &[9, 11])?;
                 let context = || format!("ONNX Scatter-{version} (opset {opset})");
                 // Scatter never gained bfloat16: it was deprecated before opset 13.
-                profile::require_dtype("data", data_dtype, &profile::onnx_data_types(11), context)?;
+                profile::require_dtype("data", data_dtype, profile::onnx_data_types(11), context)?;
                 profile::require_dtype(
                     "indices",
                     index_dtype,
@@ -340,7 +340,7 @@ impl ScatterElements {
                 profile::require_dtype(
                     "data",
                     data_dtype,
-                    &profile::onnx_data_types(version),
+                    profile::onnx_data_types(version),
                     context,
                 )?;
                 profile::require_dtype("indices", index_dtype, &profile::ONNX_INDEX_TYPES, context)

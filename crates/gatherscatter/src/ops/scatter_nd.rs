@@ -231,7 +231,7 @@ impl ScatterND {
                 profile::require_dtype(
                     "data",
                     data_dtype,
-                    &profile::onnx_data_types(version),
+                    profile::onnx_data_types(version),
                     context,
                 )?;
                 profile::require_dtype("indices", index_dtype, &[DType::I64], context)
