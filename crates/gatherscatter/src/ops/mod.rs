@@ -87,9 +87,17 @@ pub(crate) fn typed_output<'o, T: Element>(
     out: &'o mut crate::Tensor,
     expected_shape: &[usize],
 ) -> Result<&'o mut [T]> {
-    let given = out.dtype();
-    let typed = T::from_tensor_mut(out)
-        .ok_or_else(|| dtype_mismatch("output", given, T::DTYPE, &format!("{op} on {{}} data")))?;
+    let typed = typed_buffer::<T>(op, out)?;
     check_output_shape(op, typed.shape(), expected_shape)?;
     Ok(typed.data_mut())
+}
+
+/// A caller's buffer as a typed tensor, which must have the data's dtype `T`.
+pub(crate) fn typed_buffer<'o, T: Element>(
+    op: &str,
+    out: &'o mut crate::Tensor,
+) -> Result<&'o mut crate::TypedTensor<T>> {
+    let given = out.dtype();
+    T::from_tensor_mut(out)
+        .ok_or_else(|| dtype_mismatch("output", given, T::DTYPE, &format!("{op} on {{}} data")))
 }

@@ -102,6 +102,18 @@ struct Plan {
     inner: usize,
 }
 
+impl Plan {
+    /// Elements of one cache row: `max_sequence_length` positions of `inner`.
+    fn cache_row(&self) -> usize {
+        self.max_sequence_length * self.inner
+    }
+
+    /// An empty cache, update or prefix: no window is written.
+    fn writes_nothing(&self) -> bool {
+        self.cache_row() == 0 || self.sequence_length * self.inner == 0 || self.per_batch == 0
+    }
+}
+
 impl TensorScatter {
     /// Linear mode along axis -2, permissive profile.
     pub fn new() -> TensorScatter {
@@ -134,12 +146,7 @@ impl TensorScatter {
         write_indices: Option<TensorView<'_>>,
     ) -> Result<Tensor> {
         let (past_cache, update) = (past_cache.into(), update.into());
-        let (plan, positions) = self.prepare(
-            past_cache.shape(),
-            past_cache.dtype(),
-            &update,
-            write_indices,
-        )?;
+        let (plan, positions) = self.prepare(&past_cache, &update, write_indices)?;
         with_view!(past_cache, t => {
             let mut out = super::alloc_output(t.len())?;
             fill(t, update.typed()?, &positions, &plan, &mut out);
@@ -170,12 +177,7 @@ impl TensorScatter {
         out: &mut Tensor,
     ) -> Result<()> {
         let (past_cache, update) = (past_cache.into(), update.into());
-        let (plan, positions) = self.prepare(
-            past_cache.shape(),
-            past_cache.dtype(),
-            &update,
-            write_indices,
-        )?;
+        let (plan, positions) = self.prepare(&past_cache, &update, write_indices)?;
         with_view!(past_cache, t => {
             let out = super::typed_output("TensorScatter", out, t.shape())?;
             fill(t, update.typed()?, &positions, &plan, out);
@@ -209,12 +211,10 @@ impl TensorScatter {
         write_indices: Option<TensorView<'_>>,
     ) -> Result<()> {
         let update = update.into();
-        let (plan, positions) =
-            self.prepare(cache.shape(), cache.dtype(), &update, write_indices)?;
-        let shape = cache.shape().to_vec();
+        let (plan, positions) = self.prepare(&TensorView::from(&*cache), &update, write_indices)?;
         with_view!(update, u => {
-            let cache = super::typed_output("TensorScatter", cache, &shape)?;
-            write_windows_in_place(cache, u, &positions, &plan);
+            let cache = super::typed_buffer("TensorScatter", cache)?;
+            write_windows_in_place(cache.data_mut(), u, &positions, &plan);
             Ok(())
         })
     }
@@ -268,11 +268,11 @@ impl TensorScatter {
     /// write position.
     fn prepare(
         &self,
-        past_shape: &[usize],
-        dtype: DType,
+        past_cache: &TensorView<'_>,
         update: &TensorView<'_>,
         write_indices: Option<TensorView<'_>>,
     ) -> Result<(Plan, Vec<usize>)> {
+        let dtype = past_cache.dtype();
         super::require_same_dtype(
             "update",
             update.dtype(),
@@ -280,7 +280,7 @@ impl TensorScatter {
             "TensorScatter on a {} cache",
         )?;
         let plan = self.plan(
-            past_shape,
+            past_cache.shape(),
             dtype,
             update.shape(),
             write_indices.map(|w| (w.shape(), w.dtype())),
@@ -461,12 +461,11 @@ fn copy_and_write_windows<W: Clone + Send + Sync>(
     positions: &[usize],
     plan: &Plan,
 ) {
-    let (max, seq, inner) = (plan.max_sequence_length, plan.sequence_length, plan.inner);
-    let cache_row = max * inner;
-    if cache_row == 0 || seq * inner == 0 || plan.per_batch == 0 {
+    if plan.writes_nothing() {
         super::copy_into(past, out);
         return;
     }
+    let cache_row = plan.cache_row();
     let rows = out.len() / cache_row;
     let rows_per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(out), rows));
     super::copy_then(past, out, rows_per_task * cache_row, |offset, owned| {
@@ -482,10 +481,10 @@ fn write_windows_in_place<T: Element>(
     positions: &[usize],
     plan: &Plan,
 ) {
-    let cache_row = plan.max_sequence_length * plan.inner;
-    if cache_row == 0 || plan.sequence_length * plan.inner == 0 || plan.per_batch == 0 {
+    if plan.writes_nothing() {
         return;
     }
+    let cache_row = plan.cache_row();
     let (cache, update) = (T::as_words_mut(cache), T::as_words(update.data()));
     let rows = cache.len() / cache_row;
     let rows_per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(update), rows));
@@ -505,7 +504,7 @@ fn write_windows<W: Clone>(
 ) {
     let (max, inner) = (plan.max_sequence_length, plan.inner);
     let update_row = plan.sequence_length * inner;
-    for (k, cache) in owned.chunks_exact_mut(max * inner).enumerate() {
+    for (k, cache) in owned.chunks_exact_mut(plan.cache_row()).enumerate() {
         let p = first + k;
         let start = positions[p / plan.per_batch];
         let window = &update[p * update_row..(p + 1) * update_row];
