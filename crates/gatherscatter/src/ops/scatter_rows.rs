@@ -279,6 +279,8 @@ impl<W: Clone> ColumnTask<'_, W> {
             }
             strip.clear();
             for r in 0..rows {
+                let ahead = (r + STRIP_PREFETCH_ROWS) * last;
+                prefetch_items(data.get(ahead + j0..ahead + j1).unwrap_or_default());
                 strip.extend_from_slice(&data[r * last + j0..r * last + j1]);
             }
             let mut cells = WholeRows {
@@ -287,13 +289,22 @@ impl<W: Clone> ColumnTask<'_, W> {
                 first_column: j0,
             };
             apply_columns::<W, C, _>(&mut cells, j0, j1, g, indices, updates)?;
-            for (piece, row) in self.owned.iter_mut().zip(strip.chunks_exact(j1 - j0)) {
-                piece[j0 - c0..j1 - c0].clone_from_slice(row);
+            let (p0, p1) = (j0 - c0, j1 - c0);
+            for (r, row) in strip.chunks_exact(j1 - j0).enumerate() {
+                if let Some(upcoming) = self.owned.get(r + STRIP_PREFETCH_ROWS) {
+                    prefetch_items(upcoming.get(p0..p1).unwrap_or_default());
+                }
+                self.owned[r][p0..p1].clone_from_slice(row);
             }
         }
         Ok(())
     }
 }
+
+/// Rows ahead whose piece of a strip is prefetched while a strip is packed
+/// from `data` or copied back to the output: consecutive pieces sit a whole
+/// row apart, where the hardware prefetchers do not follow.
+const STRIP_PREFETCH_ROWS: usize = 16;
 
 /// The output cells a column task may write, by output row (of the last
 /// dim) and column.
