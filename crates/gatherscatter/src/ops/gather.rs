@@ -326,9 +326,10 @@ fn fresh_blocks<T: Element>(
         return Ok(Vec::new());
     }
     let words = T::as_words(data.data());
-    let write = |out: &mut [MaybeUninit<T::Word>]| match copy_blocks(words, resolved, plan, out) {
-        true => Ok(()),
-        false => Err(()),
+    let write = |out: &mut [MaybeUninit<T::Word>]| {
+        copy_blocks(words, resolved, plan, out)
+            .then_some(())
+            .ok_or(())
     };
     // SAFETY: `copy_blocks` returns `true` only when every task's walk
     // reached the end of its range, each output block written on the way.
@@ -463,15 +464,16 @@ struct SlabRun<'a, 'd, W, O> {
 
 /// Walk the output blocks from block `first` on (filling `dst`) one data
 /// slab at a time, so the copy loops index a slab directly instead of
-/// recomputing each block's slab. Whether all of `dst` was reached: a
-/// plan whose indices or data fell short would stop the walk there.
+/// recomputing each block's slab. `run` must fill each run's `out`.
+/// Whether all of `dst` was reached: a plan whose indices or data fell
+/// short would stop the walk there.
 fn for_each_slab_run<'d, W, O>(
     data: &'d [W],
     resolved: &[usize],
     plan: &GatherPlan,
     first: usize,
     dst: &mut [O],
-    mut run: impl FnMut(SlabRun<'_, 'd, W, O>) -> bool,
+    mut run: impl FnMut(SlabRun<'_, 'd, W, O>),
 ) -> bool {
     let ipb = plan.indices_per_batch;
     let slab_len = plan.axis_size * plan.inner;
@@ -490,15 +492,12 @@ fn for_each_slab_run<'d, W, O>(
         let Some(slab_data_now) = slab_data(slab) else {
             return false;
         };
-        let copied = run(SlabRun {
+        run(SlabRun {
             out,
             indices: &indices[..take],
             slab: slab_data_now,
             next: slab_data(slab + 1).unwrap_or(&[]),
         });
-        if !copied {
-            return false;
-        }
         rest = tail;
         block += take;
     }
@@ -584,12 +583,11 @@ fn copy_fixed_blocks<W: Clone, O: Slot<W>, const N: usize>(
                 // uninitialised slots compiled to a memcpy call per block
                 // (W2 fresh 1.6x slower), and so did zipping two N-arrays.
                 let block = &run.slab[i * N..i * N + N];
-                for k in 0..N {
-                    d[k].put(block[k].clone());
+                for e in 0..N {
+                    d[e].put(block[e].clone());
                 }
             }
         }
-        true
     })
 }
 
@@ -622,7 +620,6 @@ fn copy_slice_blocks<W: Clone, O: Slot<W>>(
                 O::copy_from(d, &run.slab[i * inner..(i + 1) * inner]);
             }
         }
-        true
     })
 }
 
