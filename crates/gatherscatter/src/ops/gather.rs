@@ -411,7 +411,8 @@ fn copy_block_range<W: Clone, O: Slot<W>>(
     dst: &mut [O],
 ) -> bool {
     // Small blocks are where a general slice copy (a memcpy call per
-    // block) costs most: copy them as fixed-size arrays the compiler inlines.
+    // block) costs most: copy them with loops of a constant length, which
+    // the compiler turns into a few moves.
     match plan.inner {
         1 => copy_fixed_blocks::<W, O, 1>(data, resolved, plan, first, dst),
         2 => copy_fixed_blocks::<W, O, 2>(data, resolved, plan, first, dst),
