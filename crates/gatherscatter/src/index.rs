@@ -144,8 +144,19 @@ impl AxisRule {
 pub(crate) fn resolve_along_axis<I: IndexElement>(
     indices: TypedView<'_, I>,
     rule: AxisRule,
-) -> Result<Vec<usize>> {
+) -> Result<Positions> {
     let values = indices.data();
+    let bad = |flat: usize, v: I| rule.out_of_range(v.to_i128(), unravel(flat, indices.shape()));
+    if values.len() <= Positions::INLINE {
+        let mut inline = [0; Positions::INLINE];
+        for (flat, (slot, &v)) in inline.iter_mut().zip(values).enumerate() {
+            *slot = rule.resolve(v.to_i128()).ok_or_else(|| bad(flat, v))?;
+        }
+        return Ok(Positions::Inline {
+            len: values.len(),
+            values: inline,
+        });
+    }
     let mut resolved = Vec::new();
     resolved
         .try_reserve_exact(values.len())
@@ -154,12 +165,37 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
             dtype: DType::U64,
         })?;
     for (flat, &v) in values.iter().enumerate() {
-        match rule.resolve(v.to_i128()) {
-            Some(r) => resolved.push(r),
-            None => return Err(rule.out_of_range(v.to_i128(), unravel(flat, indices.shape()))),
+        resolved.push(rule.resolve(v.to_i128()).ok_or_else(|| bad(flat, v))?);
+    }
+    Ok(Positions::Heap(resolved))
+}
+
+/// Positions resolved along an axis by [`resolve_along_axis`]. A few are
+/// kept inline, so that a small call (W9: 4 indices) allocates nothing for
+/// them.
+#[derive(Debug)]
+pub(crate) enum Positions {
+    Inline {
+        len: usize,
+        values: [usize; Positions::INLINE],
+    },
+    Heap(Vec<usize>),
+}
+
+impl Positions {
+    const INLINE: usize = 16;
+}
+
+impl std::ops::Deref for Positions {
+    type Target = [usize];
+
+    fn deref(&self) -> &[usize] {
+        match self {
+            // Only `resolve_along_axis` builds this, with len <= INLINE.
+            Positions::Inline { len, values } => &values[..*len],
+            Positions::Heap(values) => values,
         }
     }
-    Ok(resolved)
 }
 
 /// The error for indices in which a fused check-and-copy kernel met a bad
@@ -270,7 +306,7 @@ pub(crate) fn resolve_tensor_along_axis(
     indices: TensorView<'_>,
     rule: AxisRule,
     context: &str,
-) -> Result<Vec<usize>> {
+) -> Result<Positions> {
     with_index_view!(indices, context, v => resolve_along_axis(v, rule))
 }
 
@@ -319,6 +355,48 @@ mod tests {
         assert_eq!(r.resolve(u64::MAX.to_i128()), None);
         assert_eq!(r.resolve((i64::MAX as u64 + 1).to_i128()), None);
         assert_eq!(r.resolve(i64::MIN.to_i128()), None);
+    }
+
+    /// Both storage kinds, around the inline limit: the same positions,
+    /// and the first bad value reported at its coordinates.
+    #[test]
+    fn resolving_keeps_order_and_reports_the_first_bad_index_at_any_count() {
+        for count in [
+            0,
+            1,
+            Positions::INLINE - 1,
+            Positions::INLINE,
+            Positions::INLINE + 1,
+            40,
+        ] {
+            let values: Vec<i32> = (0..count as i32).map(|v| v % 7 - 3).collect();
+            let flat = [count];
+            let view = TypedView::new(&flat, &values).unwrap();
+            let resolved = resolve_along_axis(view, rule(7, true)).unwrap();
+            let expected: Vec<usize> = values.iter().map(|&v| (v + 7) as usize % 7).collect();
+            assert_eq!(&*resolved, expected.as_slice(), "{count} indices");
+            if count == 0 {
+                continue;
+            }
+            let mut bad = values.clone();
+            bad[count - 1] = 7;
+            if count > 2 {
+                bad[count - 2] = -8;
+            }
+            let shape = [1, count];
+            let view = TypedView::new(&shape, &bad).unwrap();
+            let err = resolve_along_axis(view, rule(7, true)).unwrap_err();
+            let first = if count > 2 { count - 2 } else { count - 1 };
+            match err {
+                Error::IndexOutOfRange {
+                    value, position, ..
+                } => {
+                    assert_eq!(value, bad[first] as i128, "{count} indices");
+                    assert_eq!(position, vec![0, first], "{count} indices");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -16,10 +16,27 @@ pub(crate) fn element_count(what: &'static str, shape: &[usize]) -> Result<usize
 /// A zero anywhere makes the product zero even if the other factors overflow:
 /// such a shape describes an empty tensor, which is valid.
 pub(crate) fn checked_product(dims: &[usize]) -> Option<usize> {
-    if dims.contains(&0) {
-        return Some(0);
+    checked_product_of_parts(&[dims])
+}
+
+/// [`checked_product`] of the dims of several parts of one shape, as if
+/// they were joined (a zero anywhere makes the product zero).
+pub(crate) fn checked_product_of_parts(parts: &[&[usize]]) -> Option<usize> {
+    // One plain pass (iterator adapters cost a small call more than the
+    // product): an overflow is only final once no zero follows.
+    let (mut product, mut overflowed) = (1usize, false);
+    for dims in parts {
+        for &d in *dims {
+            if d == 0 {
+                return Some(0);
+            }
+            match product.checked_mul(d) {
+                Some(p) => product = p,
+                None => overflowed = true,
+            }
+        }
     }
-    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    (!overflowed).then_some(product)
 }
 
 /// Map an axis from `[-rank, rank - 1]` to `[0, rank - 1]`.
@@ -152,6 +169,32 @@ mod tests {
         assert_eq!(checked_product(&[usize::MAX, 0, usize::MAX]), Some(0));
         assert_eq!(checked_product(&[usize::MAX, 2]), None);
         assert_eq!(checked_product(&[]), Some(1));
+    }
+
+    #[test]
+    fn product_of_parts_is_the_product_of_the_joined_shape() {
+        let cases: [&[&[usize]]; 6] = [
+            &[&[2, 3], &[], &[4]],
+            &[&[], &[], &[]],
+            &[&[usize::MAX], &[2], &[0]],
+            &[&[0], &[usize::MAX, 2]],
+            &[&[usize::MAX / 2], &[3]],
+            &[&[1 << 20], &[1 << 20], &[1 << 20]],
+        ];
+        for parts in cases {
+            let joined = parts.concat();
+            assert_eq!(
+                checked_product_of_parts(parts),
+                checked_product(&joined),
+                "{parts:?}"
+            );
+        }
+        assert_eq!(checked_product_of_parts(&[&[2, 3], &[4]]), Some(24));
+        assert_eq!(
+            checked_product_of_parts(&[&[usize::MAX], &[2], &[0]]),
+            Some(0)
+        );
+        assert_eq!(checked_product_of_parts(&[&[usize::MAX / 2], &[3]]), None);
     }
 
     #[test]

@@ -10,9 +10,9 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
 use crate::ops::parallel;
-use crate::ops::{alloc_output, check_output_shape, typed_output};
+use crate::ops::{alloc_output, check_output_shape, typed_buffer};
 use crate::profile::{self, Profile};
-use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
+use crate::shape::{checked_product_of_parts, normalize_axis, require_rank_at_least_1};
 use crate::stream;
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
@@ -51,10 +51,8 @@ pub struct Gather {
 }
 
 /// Everything the kernel needs, computed once from the shapes and attributes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct GatherPlan {
-    /// Product of the batch dimensions.
-    batch: usize,
+#[derive(Debug, Clone)]
+struct GatherPlan<'s> {
     /// Product of the data dimensions between the batch dims and the axis.
     outer: usize,
     /// Size of the gathered axis.
@@ -63,9 +61,34 @@ struct GatherPlan {
     inner: usize,
     /// Indices per batch.
     indices_per_batch: usize,
-    output_shape: Vec<usize>,
+    /// The output shape in its three parts (data's dims before the axis,
+    /// indices' dims after the batch dims, data's dims after the axis),
+    /// joined only for a fresh output: a caller's buffer is checked part by
+    /// part, so a small call into a buffer allocates nothing for it.
+    output_parts: [&'s [usize]; 3],
     output_len: usize,
     rule: AxisRule,
+}
+
+impl GatherPlan<'_> {
+    fn output_shape(&self) -> Vec<usize> {
+        self.output_parts.concat()
+    }
+
+    /// Whether a caller's buffer of shape `given` has the output shape.
+    fn check_output(&self, given: &[usize]) -> Result<()> {
+        let mut rest = given.iter();
+        let fits = self
+            .output_parts
+            .iter()
+            .all(|part| part.iter().all(|d| rest.next() == Some(d)))
+            && rest.next().is_none();
+        if fits {
+            Ok(())
+        } else {
+            check_output_shape("Gather", given, &self.output_shape())
+        }
+    }
 }
 
 impl Gather {
@@ -149,7 +172,9 @@ impl Gather {
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
         let resolved = resolve_tensor_along_axis(indices, plan.rule, "Gather")?;
         with_view!(data, t => {
-            fill(t, &resolved, &plan, typed_output("Gather", out, &plan.output_shape)?);
+            let out = typed_buffer("Gather", out)?;
+            plan.check_output(out.shape())?;
+            fill(t, &resolved, &plan, out.data_mut());
             Ok(())
         })
     }
@@ -162,19 +187,19 @@ impl Gather {
         out: &mut TypedTensor<T>,
     ) -> Result<()> {
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
-        check_output_shape("Gather", out.shape(), &plan.output_shape)?;
+        plan.check_output(out.shape())?;
         let resolved = resolve_along_axis(indices, plan.rule)?;
         fill(data, &resolved, &plan, out.data_mut());
         Ok(())
     }
 
-    fn plan(
+    fn plan<'s>(
         &self,
-        data_shape: &[usize],
+        data_shape: &'s [usize],
         data_dtype: DType,
-        indices_shape: &[usize],
+        indices_shape: &'s [usize],
         index_dtype: DType,
-    ) -> Result<GatherPlan> {
+    ) -> Result<GatherPlan<'s>> {
         require_rank_at_least_1("data", data_shape.len())?;
         let axis = normalize_axis(self.axis, data_shape.len(), "data")?;
         let negative_allowed = self.check_profile(axis, data_dtype, index_dtype)?;
@@ -203,36 +228,37 @@ impl Gather {
             )));
         }
 
-        // Three slice copies: a chained iterator collects element by element.
-        let mut output_shape = Vec::with_capacity(data_shape.len() + indices_shape.len() - b - 1);
-        output_shape.extend_from_slice(&data_shape[..axis]);
-        output_shape.extend_from_slice(&indices_shape[b..]);
-        output_shape.extend_from_slice(&data_shape[axis + 1..]);
-        let output_len = checked_product(&output_shape).ok_or_else(|| Error::SizeOverflow {
-            what: "Gather output",
-            shape: output_shape.clone(),
-        })?;
+        let output_parts = [
+            &data_shape[..axis],
+            &indices_shape[b..],
+            &data_shape[axis + 1..],
+        ];
+        let output_len =
+            checked_product_of_parts(&output_parts).ok_or_else(|| Error::SizeOverflow {
+                what: "Gather output",
+                shape: output_parts.concat(),
+            })?;
         let rule = AxisRule {
             axis,
             size: data_shape[axis],
             negative_allowed,
         };
-        // Partial products of an empty output may overflow; the kernel never
-        // needs them then, so they are set to zero.
+        // Each part below is a product of output dims, so it cannot
+        // overflow when the output's does not. Parts of an empty output may
+        // overflow; the kernel never needs them then, so they are zero.
         let part = |dims: &[usize]| {
             if output_len == 0 {
                 0
             } else {
-                checked_product(dims).unwrap_or(0)
+                dims.iter().product()
             }
         };
         Ok(GatherPlan {
-            batch: part(&data_shape[..b]),
             outer: part(&data_shape[b..axis]),
             axis_size: data_shape[axis],
             inner: part(&data_shape[axis + 1..]),
             indices_per_batch: part(&indices_shape[b..]),
-            output_shape,
+            output_parts,
             output_len,
             rule,
         })
@@ -312,7 +338,7 @@ fn execute<T: Element>(
         }
         _ => fresh_blocks(data, resolved, &plan)?,
     };
-    Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out))
+    Ok(TypedTensor::from_parts_unchecked(plan.output_shape(), out))
 }
 
 /// A new output written by [`copy_blocks`], not zeroed first when `T`
@@ -644,6 +670,53 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The shape check of a caller's buffer compares the output shape's
+    /// three parts without joining them: every near miss is refused, with
+    /// the expected shape in the message.
+    #[test]
+    fn a_caller_buffer_must_have_exactly_the_output_shape() {
+        let data = crate::TypedTensor::new(vec![2, 3, 4], (0..24).collect::<Vec<i32>>()).unwrap();
+        let indices = crate::TypedTensor::new(vec![2, 2], vec![0i64, 2, -1, 1]).unwrap();
+        let batched = crate::TypedTensor::new(vec![2, 5], vec![0i64; 10]).unwrap();
+        let cases = [
+            (Gather::new(1), &indices, vec![2, 2, 2, 4]),
+            (Gather::new(1).batch_dims(1), &batched, vec![2, 5, 4]),
+            (Gather::new(-1), &indices, vec![2, 3, 2, 2]),
+        ];
+        for (op, indices, expected) in cases {
+            let n: usize = expected.iter().product();
+            let mut out = crate::TypedTensor::new(expected.clone(), vec![0i32; n]).unwrap();
+            op.run_typed_into(data.view(), indices.view(), &mut out)
+                .unwrap();
+            let mut near_misses = vec![
+                expected[..expected.len() - 1].to_vec(),
+                [expected.as_slice(), &[1]].concat(),
+                [&[1], expected.as_slice()].concat(),
+                vec![n],
+                vec![],
+            ];
+            for d in 0..expected.len() {
+                let mut wrong = expected.clone();
+                wrong[d] += 1;
+                near_misses.push(wrong);
+            }
+            for wrong in near_misses {
+                let len = wrong.iter().product();
+                let mut out = crate::TypedTensor::new(wrong.clone(), vec![0i32; len]).unwrap();
+                let err = op
+                    .run_typed_into(data.view(), indices.view(), &mut out)
+                    .unwrap_err();
+                assert_eq!(err.kind(), crate::ErrorKind::ShapeMismatch, "{wrong:?}");
+                assert!(err.to_string().contains(&format!("{expected:?}")), "{err}");
+                let mut dynamic = Tensor::from(out);
+                let err = op
+                    .run_into(data.view(), indices.view(), &mut dynamic)
+                    .unwrap_err();
+                assert_eq!(err.kind(), crate::ErrorKind::ShapeMismatch, "{wrong:?}");
+            }
+        }
     }
 
     fn check<T: Element + PartialEq + std::fmt::Debug>(
