@@ -720,7 +720,7 @@ mod tests {
         count: usize,
         value: impl Fn(usize) -> T,
     ) {
-        let data: Vec<T> = (0..shape.iter().product()).map(value).collect();
+        let data: Vec<T> = (0..shape.iter().product()).map(&value).collect();
         let size = shape[1] as i64;
         // Every position, negative half the time, in a scrambled order.
         let indices: Vec<i64> = (0..count as i64)
@@ -731,15 +731,20 @@ mod tests {
         let out = Gather::new(1)
             .run_typed(typed_data.view(), typed_indices.view())
             .unwrap();
-        assert_eq!(
-            out.data(),
-            reference(&data, shape, &indices),
-            "{shape:?}, {count} indices"
-        );
+        let expected = reference(&data, shape, &indices);
+        assert_eq!(out.data(), expected, "{shape:?}, {count} indices");
+        // A caller's buffer (the initialised slots' copy), filled first with
+        // a value the data does not hold where the type allows one.
+        let stale = value(data.len() + 1);
+        let mut into = TypedTensor::new(out.shape().to_vec(), vec![stale; expected.len()]).unwrap();
+        Gather::new(1)
+            .run_typed_into(typed_data.view(), typed_indices.view(), &mut into)
+            .unwrap();
+        assert_eq!(into.data(), expected, "into, {shape:?}, {count} indices");
     }
 
     #[test]
-    fn fresh_outputs_of_every_block_length_are_written_in_full() {
+    fn fresh_and_caller_outputs_of_every_block_length_are_written_in_full() {
         // The fixed-length loops (1, 2, 3, 4, 8, 16) and the slice loop.
         for inner in [1, 2, 3, 4, 5, 8, 16, 33] {
             check([3, 7, inner], 9, |k| k as f32);
