@@ -429,6 +429,19 @@ pub(crate) fn prefetch_item<T>(item: &T) {
     let _ = item;
 }
 
+/// Like [`prefetch_item`], but into the second-level cache only (see
+/// [`prefetch_items_to_l2`]).
+pub(crate) fn prefetch_item_to_l2<T>(item: &T) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+        // SAFETY: as in `prefetch_item`.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>((item as *const T).cast::<i8>()) };
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = item;
+}
+
 /// Ask the cache to start loading `items` (a hint: it never faults and
 /// changes no values). Miri does not model the hint, so it is skipped there.
 pub(crate) fn prefetch_items<T>(items: &[T]) {

@@ -13,7 +13,7 @@ use crate::index::AxisRule;
 use crate::ops::parallel;
 use crate::reduction::Combine;
 use crate::shape::{strides, unravel, RowBases};
-use crate::stream::prefetch_items;
+use crate::stream::{prefetch_item_to_l2, prefetch_items};
 
 /// Shapes of one call; indices' shape is checked against data's.
 pub(crate) struct Geometry<'a> {
@@ -163,6 +163,20 @@ impl RowRange {
     }
 }
 
+/// Index and update elements between two prefetches of the streams ahead
+/// in [`apply_rows`]: 16 indices are two cache lines.
+const STREAM_CHUNK: usize = 16;
+
+/// How far ahead of the update being applied the index and update streams
+/// are prefetched into L2: 1024 elements, 8 KiB of `i64` indices. With two
+/// or three streams read at once (indices, updates, and data copied into
+/// the output), the hardware prefetchers alone left the update loop
+/// waiting on each index line. (Measured on W6, a 4096 x 4096 f32 scatter
+/// along the last axis, into a buffer and fresh: 1.3-1.4x faster on one
+/// and two threads; 512 to 8192 elements ahead were all within noise of
+/// each other.)
+const STREAM_AHEAD: usize = 1024;
+
 /// Apply index rows `rows` to `out`, which holds the output from element
 /// `offset` on.
 fn apply_rows<W: Clone, C: Combine<W>>(
@@ -183,22 +197,62 @@ fn apply_rows<W: Clone, C: Combine<W>>(
         let idx = &indices[start..start + row_len];
         let upd = &updates[start..start + row_len];
         let target = &mut out[base - offset..];
-        if axis == rank - 1 {
-            for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                let cell = target[..g.rule.size].get_mut(g.rule.position(v));
-                C::combine(cell.ok_or(start + j)?, u);
-            }
-        } else {
-            for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                let i = g.rule.position(v);
-                if i >= g.rule.size {
-                    return Err(start + j);
+        let chunks = idx.chunks(STREAM_CHUNK).zip(upd.chunks(STREAM_CHUNK));
+        for (c, (idx, upd)) in chunks.enumerate() {
+            let first = c * STREAM_CHUNK;
+            prefetch_streams(indices, updates, start + first + STREAM_AHEAD);
+            if axis == rank - 1 {
+                for (k, (&v, u)) in idx.iter().zip(upd).enumerate() {
+                    let cell = target[..g.rule.size].get_mut(g.rule.position(v));
+                    C::combine(cell.ok_or(start + first + k)?, u);
                 }
-                C::combine(&mut target[i * axis_stride + j], u);
+            } else {
+                for (k, (&v, u)) in idx.iter().zip(upd).enumerate() {
+                    let i = g.rule.position(v);
+                    if i >= g.rule.size {
+                        return Err(start + first + k);
+                    }
+                    C::combine(&mut target[i * axis_stride + first + k], u);
+                }
             }
         }
     }
     Ok(())
+}
+
+/// Prefetch into L2 the lines of the [`STREAM_CHUNK`] indices and updates
+/// from element `at` on (those that exist): two lines of indices, one or two
+/// of updates. Each line is asked for by one element, in straight-line code.
+/// (Two variants that asked for the same lines through a loop, over a slice
+/// or over `step_by` positions, measured no faster on W6 than no prefetch
+/// at all, although their prefetch instructions were in the binary.)
+fn prefetch_streams<W>(indices: &[i64], updates: &[W], at: usize) {
+    const { assert!(STREAM_CHUNK == 2 * per_line::<i64>()) };
+    // `at` is an element position plus `STREAM_AHEAD`: no overflow.
+    if let Some(line) = indices.get(at) {
+        prefetch_item_to_l2(line);
+    }
+    if let Some(line) = indices.get(at + per_line::<i64>()) {
+        prefetch_item_to_l2(line);
+    }
+    if let Some(line) = updates.get(at) {
+        prefetch_item_to_l2(line);
+    }
+    if per_line::<W>() < STREAM_CHUNK {
+        if let Some(line) = updates.get(at + per_line::<W>()) {
+            prefetch_item_to_l2(line);
+        }
+    }
+}
+
+/// Elements of `T` per 64-byte cache line (at least 1).
+const fn per_line<T>() -> usize {
+    let size = std::mem::size_of::<T>();
+    if size == 0 || size >= 64 {
+        1
+    } else {
+        64 / size
+    }
 }
 
 /// Each task owns columns `[c0, c1)` of every output row (rows of the last
@@ -389,7 +443,7 @@ fn apply_columns<W, C: Combine<W>, O: OwnedCells<W>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reduction::AddOp;
+    use crate::reduction::{AddOp, Overwrite};
 
     /// `out[idx[p, q, j], q, j] += upd[p, q, j]` in row-major order of the
     /// indices, straight from SPEC §2.6 for axis 0 of a rank-3 tensor.
@@ -460,6 +514,57 @@ mod tests {
                     out, expected,
                     "tasks {tasks}, packed strips {packed_strips}"
                 );
+            }
+        }
+    }
+
+    /// Rows of 40 updates are walked in chunks of 16 with the streams
+    /// prefetched ahead: every target and every reported position must
+    /// still be the one of the plain row-major walk (SPEC §2.6), for the
+    /// last axis and an outer one.
+    #[test]
+    fn row_walks_in_chunks_apply_every_update_and_name_the_first_bad_index() {
+        let row = 40;
+        for (axis, shape) in [(1, [3, row]), (0, [5, row])] {
+            let ishape = [3, row];
+            let size = shape[axis];
+            let data: Vec<i64> = (0..(shape[0] * shape[1]) as i64).collect();
+            let count = ishape[0] * ishape[1];
+            // Negative and duplicate indices, in range.
+            let idx: Vec<i64> = (0..count as i64)
+                .map(|k| (k * 5 + k / 7) % (2 * size as i64) - size as i64)
+                .collect();
+            let upd: Vec<i64> = (0..count as i64).map(|k| 1000 + k).collect();
+            let rule = AxisRule {
+                axis,
+                size,
+                negative_allowed: true,
+            };
+            let g = Geometry {
+                data_shape: &shape,
+                indices_shape: &ishape,
+                rule: &rule,
+            };
+            let mut expected = data.clone();
+            for p in 0..ishape[0] {
+                for j in 0..row {
+                    let k = p * row + j;
+                    let i = (idx[k] + size as i64) as usize % size;
+                    let at = if axis == 1 { p * row + i } else { i * row + j };
+                    expected[at] = upd[k];
+                }
+            }
+            let mut out = vec![0; data.len()];
+            scatter::<i64, Overwrite>(&data, &mut out, &g, &idx, &upd).unwrap();
+            assert_eq!(out, expected, "axis {axis}");
+            for bad in [0, 15, 16, 17, 31, 32, 39, 40, 56, 79, 80, 119] {
+                for value in [size as i64, -(size as i64) - 1] {
+                    let mut wrong = idx.clone();
+                    wrong[bad] = value;
+                    let mut out = vec![0; data.len()];
+                    let found = scatter::<i64, Overwrite>(&data, &mut out, &g, &wrong, &upd);
+                    assert_eq!(found, Err(bad), "axis {axis}, index {value} at {bad}");
+                }
             }
         }
     }
