@@ -418,28 +418,13 @@ pub(crate) fn store_fence() {
 
 /// Ask the cache to start loading the line holding `item` (a hint).
 pub(crate) fn prefetch_item<T>(item: &T) {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch reads nothing architecturally and cannot fault;
-        // the address is that of a live reference anyway. SSE is baseline.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((item as *const T).cast::<i8>()) };
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    let _ = item;
+    prefetch_line::<{ CacheLevel::L1 as u8 }>((item as *const T).cast());
 }
 
 /// Like [`prefetch_item`], but into the second-level cache only (see
 /// [`prefetch_items_to_l2`]).
 pub(crate) fn prefetch_item_to_l2<T>(item: &T) {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-        // SAFETY: as in `prefetch_item`.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>((item as *const T).cast::<i8>()) };
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    let _ = item;
+    prefetch_line::<{ CacheLevel::L2 as u8 }>((item as *const T).cast());
 }
 
 /// Ask the cache to start loading `items` (a hint: it never faults and
@@ -469,12 +454,20 @@ enum CacheLevel {
 
 fn prefetch_lines<T, const LEVEL: u8>(items: &[T]) {
     let bytes = std::mem::size_of_val(items);
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
     for offset in (0..bytes).step_by(64) {
+        prefetch_line::<LEVEL>(items.as_ptr().cast::<i8>().wrapping_add(offset));
+    }
+}
+
+/// The one prefetch instruction, into the cache `LEVEL` names. `line` may
+/// be any address: the callers pass addresses inside live values.
+#[inline(always)]
+fn prefetch_line<const LEVEL: u8>(line: *const i8) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
-        let line = items.as_ptr().cast::<i8>().wrapping_add(offset);
-        // SAFETY: a prefetch reads nothing architecturally and cannot fault;
-        // the address is inside a live slice anyway. SSE is baseline.
+        // SAFETY: a prefetch reads nothing architecturally and cannot fault,
+        // whatever the address. SSE is part of the x86-64 baseline.
         unsafe {
             if LEVEL == CacheLevel::L1 as u8 {
                 _mm_prefetch::<_MM_HINT_T0>(line);
@@ -484,7 +477,7 @@ fn prefetch_lines<T, const LEVEL: u8>(items: &[T]) {
         }
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    let _ = bytes;
+    let _ = line;
 }
 
 #[cfg(test)]
