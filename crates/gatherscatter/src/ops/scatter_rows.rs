@@ -364,6 +364,19 @@ const STRIP_PREFETCH_ROWS: usize = 16;
 /// dim) and column.
 trait OwnedCells<W> {
     fn cell(&mut self, row: usize, column: usize) -> &mut W;
+
+    /// Apply one index row's share of a tile, in order; `Err(j)`: `idx[j]`
+    /// is the first index out of range.
+    #[inline(always)]
+    fn apply_row<C: Combine<W>>(
+        &mut self,
+        row: IndexRow,
+        idx: &[i64],
+        upd: &[W],
+        rule: AxisRule,
+    ) -> Result<(), usize> {
+        apply_cell_by_cell::<W, C, Self>(self, row, idx, upd, rule)
+    }
 }
 
 /// Columns `first_column..` of every output row, stored contiguously
@@ -378,6 +391,43 @@ impl<W> OwnedCells<W> for WholeRows<'_, W> {
     #[inline(always)]
     fn cell(&mut self, row: usize, column: usize) -> &mut W {
         &mut self.out[row * self.row_len + column - self.first_column]
+    }
+
+    /// The row's cells sit one fixed stride apart per step along the axis,
+    /// from one start: a loop of 16 instructions per update against 31 for
+    /// the cell-by-cell walk. Not inlined: inside the tile loop it spilled
+    /// its bounds to the stack again. (W7, a fan-in scatter-add along axis
+    /// 0, in A/B runs: 1.33x faster on one thread, 1.23x into a buffer and
+    /// 1.36x fresh on two.)
+    #[inline(never)]
+    fn apply_row<C: Combine<W>>(
+        &mut self,
+        row: IndexRow,
+        idx: &[i64],
+        upd: &[W],
+        rule: AxisRule,
+    ) -> Result<(), usize> {
+        if idx.is_empty() {
+            // A tile past the end of shorter index rows.
+            return Ok(());
+        }
+        let stride = row.axis_rows * self.row_len;
+        let first = (row.base_row * self.row_len + row.first_column).checked_sub(self.first_column);
+        let Some(cells) = first.and_then(|first| self.out.get_mut(first..)) else {
+            // Never for a tile of a checked geometry; the cell-by-cell walk
+            // fails there as any other walk would.
+            return apply_cell_by_cell::<W, C, Self>(self, row, idx, upd, rule);
+        };
+        let len = idx.len().min(upd.len());
+        let (idx, upd) = (&idx[..len], &upd[..len]);
+        for j in 0..len {
+            let i = rule.position(idx[j]);
+            if i >= rule.size {
+                return Err(j);
+            }
+            C::combine(&mut cells[i * stride + j], &upd[j]);
+        }
+        Ok(())
     }
 }
 
@@ -428,14 +478,44 @@ fn apply_columns<W, C: Combine<W>, O: OwnedCells<W>>(
         }
         let idx = &indices[start + j0..start + j1];
         let upd = &updates[start + j0..start + j1];
-        let base_row = base / last;
-        for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-            let i = rule.position(v);
-            if i >= rule.size {
-                return Err(start + j0 + j);
-            }
-            C::combine(owned.cell(base_row + i * axis_rows, j0 + j), u);
+        let row = IndexRow {
+            base_row: base / last,
+            axis_rows,
+            first_column: j0,
+        };
+        owned
+            .apply_row::<C>(row, idx, upd, rule)
+            .map_err(|j| start + j0 + j)?;
+    }
+    Ok(())
+}
+
+/// Where one index row's share of a tile lands: update `j` goes to output
+/// row `base_row + position * axis_rows`, column `first_column + j`.
+#[derive(Clone, Copy)]
+struct IndexRow {
+    base_row: usize,
+    axis_rows: usize,
+    first_column: usize,
+}
+
+/// Combine each `upd[j]` into its cell through [`OwnedCells::cell`], in
+/// order; `Err(j)`: `idx[j]` is the first index out of range.
+#[inline(always)]
+fn apply_cell_by_cell<W, C: Combine<W>, O: OwnedCells<W> + ?Sized>(
+    owned: &mut O,
+    row: IndexRow,
+    idx: &[i64],
+    upd: &[W],
+    rule: AxisRule,
+) -> Result<(), usize> {
+    for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
+        let i = rule.position(v);
+        if i >= rule.size {
+            return Err(j);
         }
+        let cell = owned.cell(row.base_row + i * row.axis_rows, row.first_column + j);
+        C::combine(cell, u);
     }
     Ok(())
 }
@@ -459,7 +539,12 @@ mod tests {
             for q in 0..ishape[1] {
                 for j in 0..ishape[2] {
                     let k = (p * ishape[1] + q) * ishape[2] + j;
-                    let row = usize::try_from(idx[k]).unwrap();
+                    let wrapped = if idx[k] < 0 {
+                        idx[k] + shape[0] as i64
+                    } else {
+                        idx[k]
+                    };
+                    let row = usize::try_from(wrapped).unwrap();
                     out[(row * shape[1] + q) * shape[2] + j] += upd[k];
                 }
             }
@@ -480,10 +565,11 @@ mod tests {
     fn check_column_tasks(shape: [usize; 3], ishape: [usize; 3]) {
         let data: Vec<i64> = (0..shape.iter().product::<usize>() as i64).collect();
         let count = ishape.iter().product::<usize>();
-        // Many duplicate targets: more index rows than positions.
+        // Many duplicate targets: more index rows than positions; every
+        // third index in its negative form.
         let rows = shape[0] as i64;
         let idx: Vec<i64> = (0..count as i64)
-            .map(|k| (k * 7 + k / 190) % rows)
+            .map(|k| (k * 7 + k / 190) % rows - if k % 3 == 0 { rows } else { 0 })
             .collect();
         let upd: Vec<i64> = (0..count as i64).map(|k| k * 31 % 101 - 50).collect();
         let rule = AxisRule {
@@ -514,6 +600,30 @@ mod tests {
                     out, expected,
                     "tasks {tasks}, packed strips {packed_strips}"
                 );
+                // One bad index, in the first, a middle and the last tile.
+                let (row_len, last) = (ishape[2], shape[2]);
+                for bad in [0, row_len + 17, count / 2 + 1, count - 1] {
+                    for value in [rows, -rows - 1] {
+                        let mut wrong = idx.clone();
+                        wrong[bad] = value;
+                        let mut out = vec![0; data.len()];
+                        let found = scatter_by_columns::<i64, AddOp>(
+                            &data,
+                            &mut out,
+                            &g,
+                            &wrong,
+                            &upd,
+                            tasks,
+                            packed_strips,
+                        );
+                        assert_eq!(
+                            found,
+                            Err(bad),
+                            "tasks {tasks}, packed {packed_strips}, {value} at {bad} (column {} of {last})",
+                            bad % row_len
+                        );
+                    }
+                }
             }
         }
     }
