@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Does Gather's cost grow linearly with the bytes it moves?
 
-    python3 scripts/bench_linearity.py [--sizes-mib 1,32,256,1024] [--keep DIR]
+    python3 scripts/bench_linearity.py [--sizes-mib 1,32,256,1024] [--rounds 3] [--keep DIR]
 
 Builds W1-shaped workloads (Gather axis 0, float32 rows of 256, int64
 indices, as many indices as data rows) whose output is each given size,
 with the seeded generator of ../shared/bench/workloads.py. Times them with
 gsx-bench (fresh output and caller buffer, 1 and 2 threads) and prints
 effective GB/s (the harness's minimal bytes / median time), each as a ratio
-to the largest size's, in a Markdown table. Then it measures the peak
-resident memory of `gsx gather` on the W1-sized case against its inputs
-and output.
+to the largest size's, in a Markdown table. Each cell is the best median of
+`--rounds` rounds, every round timing every size and mode once (as the peer
+harness keeps the best median of its rounds): this machine's speed drifts
+by 20% or more between minutes, as much as the band being checked. Then it
+measures the peak resident memory of `gsx gather` on the W1-sized case
+against its inputs and output.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def peak_rss_kib(cmd: list[str]) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes-mib", default="1,32,256,1024")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds over every size and mode; each cell keeps its best median")
     ap.add_argument("--keep", help="write the inputs here and keep them")
     args = ap.parse_args()
     sizes = [float(s) for s in args.sizes_mib.split(",")]
@@ -61,19 +65,23 @@ def main() -> None:
     root = args.keep or tempfile.mkdtemp(prefix="gs_linearity_")
     rows_table = []
     try:
+        workloads = []
         for mib in sizes:
             rows = int(mib * (1 << 20)) // (ROW * 4)
             wl = Workload(f"W1_out_{mib:g}MiB", "Gather", 0, (rows, ROW), (rows,))
             wdir = write_workload(root, wl)
             with open(os.path.join(wdir, "manifest.json")) as f:
                 min_bytes = json.load(f)["bytes_moved"]["min"]
-            cells = {}
-            for threads in (1, 2):
-                for into in (False, True):
-                    t = median_seconds(bench, wdir, threads, into)
-                    cells[(threads, into)] = min_bytes / t / 1e9
+            workloads.append((mib, wdir, min_bytes, {}))
+        for _ in range(max(args.rounds, 1)):
+            for mib, wdir, min_bytes, cells in workloads:
+                for threads in (1, 2):
+                    for into in (False, True):
+                        rate = min_bytes / median_seconds(bench, wdir, threads, into) / 1e9
+                        cells[(threads, into)] = max(rate, cells.get((threads, into), 0.0))
+        for mib, wdir, min_bytes, cells in workloads:
             rows_table.append((mib, min_bytes, cells))
-            if mib != sizes[-1]:
+            if not args.keep:
                 shutil.rmtree(wdir)
         print("| output | min bytes | " + " | ".join(
             f"{'into' if into else 'fresh'} {t}t GB/s (vs largest)" for t in (1, 2) for into in (False, True)) + " |")
