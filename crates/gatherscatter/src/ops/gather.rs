@@ -598,7 +598,7 @@ fn copy_fixed_blocks<W: Clone, O: Slot<W>, const N: usize>(
             .zip(run.indices.chunks(COPY_CHUNK));
         for (c, (out, indices)) in pairs.enumerate() {
             if let Lookahead::NextSlab = lookahead {
-                stream::prefetch_items(next_slab_share(run.next, c, chunks));
+                stream::prefetch_slice_of_region(next_slab_share(run.next, c, chunks));
             }
             for (k, (d, &i)) in out.chunks_exact_mut(N).zip(indices).enumerate() {
                 if let Lookahead::Blocks(ahead) = lookahead {
@@ -631,7 +631,7 @@ fn copy_slice_blocks<W: Clone, O: Slot<W>>(
             .zip(run.indices.chunks(COPY_CHUNK));
         for (c, (out, indices)) in pairs.enumerate() {
             if let Lookahead::NextSlab = lookahead {
-                stream::prefetch_items(next_slab_share(run.next, c, chunks));
+                stream::prefetch_slice_of_region(next_slab_share(run.next, c, chunks));
             }
             for (k, (d, &i)) in out.chunks_exact_mut(inner).zip(indices).enumerate() {
                 if let Lookahead::Blocks(ahead) = lookahead {
