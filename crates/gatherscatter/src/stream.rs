@@ -491,7 +491,7 @@ fn every_64th_byte(bytes: usize) -> std::iter::StepBy<std::ops::Range<usize>> {
 }
 
 /// Cache line bytes on the machines measured.
-const LINE: usize = 64;
+pub(crate) const LINE: usize = 64;
 
 /// Visit one offset inside a block of `bytes` bytes, starting `misalign`
 /// bytes past a line, for each line the block touches: the block's first

@@ -13,7 +13,7 @@ use crate::index::AxisRule;
 use crate::ops::parallel;
 use crate::reduction::Combine;
 use crate::shape::{strides, unravel, RowBases};
-use crate::stream::{prefetch_item_to_l2, prefetch_items};
+use crate::stream::{prefetch_item_to_l2, prefetch_items, LINE};
 
 /// Shapes of one call; indices' shape is checked against data's.
 pub(crate) struct Geometry<'a> {
@@ -249,13 +249,13 @@ fn prefetch_streams<W>(indices: &[i64], updates: &[W], at: usize) {
     }
 }
 
-/// Elements of `T` per 64-byte cache line (at least 1).
+/// Elements of `T` per cache line (at least 1).
 const fn per_line<T>() -> usize {
     let size = std::mem::size_of::<T>();
-    if size == 0 || size >= 64 {
+    if size == 0 || size >= LINE {
         1
     } else {
-        64 / size
+        LINE / size
     }
 }
 
