@@ -17,7 +17,8 @@
 //!
 //! Unless `--system-malloc` is given, the program re-executes itself with
 //! the heap settings of [`gsx::heap`], which make glibc's heap behave like
-//! the peers' allocators.
+//! the peers' allocators, and asks for huge pages under its large blocks
+//! (inputs, outputs) as numpy does for its arrays ([`HugePageHeap`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +28,10 @@ use clap::Parser;
 use gatherscatter::{Gather, GatherElements, Reduction, ScatterElements, Tensor};
 use gsx::error::CliError;
 use gsx::files;
+use gsx::heap::HugePageHeap;
+
+#[global_allocator]
+static HEAP: HugePageHeap = HugePageHeap::new();
 
 #[derive(Parser, Debug)]
 #[command(
@@ -220,6 +225,9 @@ fn time_calls(args: &Args, workload: &Workload, inputs: &Inputs) -> Result<Strin
 fn main() -> ExitCode {
     let args = Args::parse();
     gsx::heap::reexec_with_tunables(gsx::heap::HUGE_PAGE_TUNABLES, args.system_malloc);
+    if !args.system_malloc {
+        HEAP.enable();
+    }
     match run(&args) {
         Ok(Ok(line)) => {
             println!("{line}");
