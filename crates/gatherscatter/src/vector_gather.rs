@@ -17,6 +17,7 @@
 use crate::uninit::Slot;
 
 /// Whether the AVX2 kernels can run on this CPU.
+#[inline]
 pub(crate) fn avx2_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     return std::arch::is_x86_feature_detected!("avx2");
