@@ -192,10 +192,14 @@ impl Lookahead {
 /// whose rows mostly come from L3 with a short wait, into L1.
 const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 
-/// Source order pays when each task's share of the source (its size over
-/// the task count) is above this. (Measured: W8, a 32 MiB source, gained
-/// 1.18x on one thread and lost 0.83-0.94x on two; W1 and W10, 64 MiB,
-/// gained on both.)
+/// Source order pays when the source is beyond the L3
+/// ([`L2_PREFETCH_MIN_SOURCE_BYTES`]) and each task's share of it (its
+/// size over the task count) is above this. (Measured: W1 and W10, 64 MiB
+/// sources, gained on one and two threads. W8's 32 MiB source, mostly in
+/// the L3, once gained 1.18x on one thread; with the copy picked once per
+/// task and huge pages under `gsx-bench`'s buffers, slot order ran it 1.10x
+/// faster into a buffer and 1.05x fresh, the source-order table having
+/// taken a tenth of its profile.)
 const SOURCE_ORDER_MIN_SOURCE_BYTES: usize = 16 << 20;
 
 /// Blocks at least this long keep the order table (8 bytes per block)
@@ -215,7 +219,9 @@ const SOURCE_ORDER_BUCKET_BITS: u32 = 12;
 /// anything. (Measured on W1, 64 Ki rows of 1 KiB: about 1.3x faster on one
 /// thread, 1.15x on two.)
 fn reads_in_source_order(src_len: usize, block_len: usize, tasks: usize) -> bool {
-    src_len / tasks.max(1) > SOURCE_ORDER_MIN_SOURCE_BYTES && block_len >= SOURCE_ORDER_MIN_BLOCK
+    src_len > L2_PREFETCH_MIN_SOURCE_BYTES
+        && src_len / tasks.max(1) > SOURCE_ORDER_MIN_SOURCE_BYTES
+        && block_len >= SOURCE_ORDER_MIN_BLOCK
 }
 
 /// The slots of a chunk of `chunk_len` bytes (whole blocks of `block_len`),
@@ -856,9 +862,14 @@ mod tests {
     #[cfg_attr(miri, ignore = "16 MiB of copying is too slow under Miri")]
     fn fill_blocks_in_source_order_matches_slot_order() {
         let block_len = SOURCE_ORDER_MIN_BLOCK;
-        let src_blocks = SOURCE_ORDER_MIN_SOURCE_BYTES / block_len + 1;
+        let src_blocks = L2_PREFETCH_MIN_SOURCE_BYTES / block_len + 1;
         assert!(reads_in_source_order(src_blocks * block_len, block_len, 1));
-        assert!(!reads_in_source_order(src_blocks * block_len, block_len, 2));
+        assert!(reads_in_source_order(src_blocks * block_len, block_len, 2));
+        assert!(!reads_in_source_order(src_blocks * block_len, block_len, 4));
+        assert!(
+            !reads_in_source_order(32 << 20, block_len, 1),
+            "a source the L3 holds"
+        );
         let src: Vec<u8> = (0..src_blocks * block_len)
             .map(|v| (v % 253) as u8)
             .collect();
