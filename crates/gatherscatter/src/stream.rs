@@ -376,11 +376,10 @@ fn copy_nontemporal_16s<B: OutByte>(dst: &mut [B], src: &[u8]) {
         return copy_plain(dst, src);
     }
     let pieces = StreamPieces::new(dst.as_ptr().addr(), len, false);
-    let body = pieces.narrow;
-    let (dst_head, rest) = dst.split_at_mut(len - body - pieces.tail);
-    let (dst_body, dst_tail) = rest.split_at_mut(body);
-    let (src_head, rest) = src.split_at(dst_head.len());
-    let (src_body, src_tail) = rest.split_at(body);
+    let (dst_head, rest) = dst.split_at_mut(pieces.head);
+    let (dst_body, dst_tail) = rest.split_at_mut(pieces.narrow);
+    let (src_head, rest) = src.split_at(pieces.head);
+    let (src_body, src_tail) = rest.split_at(pieces.narrow);
     copy_plain(dst_head, src_head);
     stream_16s(dst_body, src_body);
     copy_plain(dst_tail, src_tail);
