@@ -172,12 +172,11 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
     // the call's profile samples before, 0.8% after). Only when some value is
     // out of range does a third pass find the first.
     resolved.extend(values.iter().map(|&v| rule.position(canonical(v))));
-    let out_of_range = resolved.iter().filter(|&&p| p >= rule.size).count();
-    if let Some(flat) = (out_of_range > 0)
-        .then(|| resolved.iter().position(|&p| p >= rule.size))
-        .flatten()
-    {
-        return Err(bad(flat, values[flat]));
+    let out_of_range = |p: &usize| *p >= rule.size;
+    if resolved.iter().filter(|p| out_of_range(p)).count() > 0 {
+        if let Some(flat) = resolved.iter().position(out_of_range) {
+            return Err(bad(flat, values[flat]));
+        }
     }
     Ok(Positions::Heap(resolved))
 }
