@@ -58,8 +58,11 @@ pub fn reexec_with_tunables(tunables: &str, system_malloc: bool) {
 /// The global allocator of `gsx-bench`: the system allocator, plus, once
 /// [`HugePageHeap::enable`] is called, a request for transparent huge pages
 /// (`madvise(MADV_HUGEPAGE)`) over the whole 2 MiB pages inside every block
-/// of at least 4 MiB, made before the block is first written. numpy asks the
-/// same for its arrays, so the peers' inputs and outputs sit on huge pages.
+/// of at least 4 MiB, made as the allocator hands the block out, before the
+/// caller writes it (`calloc` and `realloc` may have written parts already;
+/// those pages stay as they were until the kernel merges them). numpy asks
+/// the same for its arrays, so the peers' inputs and outputs sit on huge
+/// pages.
 ///
 /// glibc's `glibc.malloc.hugetlb=1` alone did not make this hold: it asks
 /// when the heap grows, and whether the request took depended on the heap's
