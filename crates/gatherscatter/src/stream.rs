@@ -10,8 +10,9 @@
 //! - Prefetching the rows a few blocks ahead keeps several random rows in
 //!   flight instead of waiting for each one when its copy starts; from a
 //!   source larger than the L3 cache, into L2 (see `prefetch_items_to_l2`).
-//! - From a source larger than the cache, copying rows in the order they
-//!   sit in the source turns random reads into a forward stream.
+//! - From a source several times larger than the cache, copying rows in
+//!   the order they sit in the source turns random reads into a forward
+//!   stream.
 //!
 //! On other targets the functions fall back to plain copies, so callers never
 //! need a `cfg`. Under Miri, which cannot execute `movntdq`, `sfence` or
@@ -226,15 +227,21 @@ impl Lookahead {
 /// whose rows mostly come from L3 with a short wait, into L1.
 const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 
-/// Source order pays when the source is beyond the L3
-/// ([`L2_PREFETCH_MIN_SOURCE_BYTES`]) and each task's share of it (its
-/// size over the task count) is above this. (Measured: W1 and W10, 64 MiB
-/// sources, gained on one and two threads. W8's 32 MiB source, mostly in
-/// the L3, once gained 1.18x on one thread; with the copy picked once per
-/// task and huge pages under `gsx-bench`'s buffers, slot order ran it 1.10x
-/// faster into a buffer and 1.05x fresh, the source-order table having
-/// taken a tenth of its profile.)
-const SOURCE_ORDER_MIN_SOURCE_BYTES: usize = 16 << 20;
+/// Source order pays for sources at least this large: from 256 MiB on it
+/// ran 1.2-1.35x faster than slot order on one and two threads, fresh and
+/// into a buffer (W1-shaped rows of 1 KiB, 256 MiB and 1 GiB sources). On
+/// W1's and W10's 64 MiB sources, since slot order takes the whole-row
+/// loop, source order was at best 1.07x faster (on one thread, with one
+/// heap layout) and 1.8x slower in 8 of 10 layouts (on one thread, into a
+/// buffer: 4.7-5.7 ms against 2.6-3.6), while slot order held its time in
+/// every layout; on two threads slot order was as fast or up to 2x faster.
+/// (Earlier, W1 gained about 1.3x from source order on one thread, before
+/// huge pages under `gsx-bench`'s buffers and the whole-row loop.)
+const SOURCE_ORDER_MIN_SOURCE_BYTES: usize = 128 << 20;
+
+/// Each task's share of the source (its size over the task count) must be
+/// above this for source order to pay.
+const SOURCE_ORDER_MIN_BYTES_PER_TASK: usize = 16 << 20;
 
 /// Blocks at least this long keep the order table (8 bytes per block)
 /// within 3% of the output.
@@ -250,11 +257,10 @@ const SOURCE_ORDER_BUCKET_BITS: u32 = 12;
 /// cache wait on memory; in ascending address order they become a forward
 /// stream that the hardware prefetchers and the memory's open rows serve,
 /// while the output, written with streaming stores, does not wait for
-/// anything. (Measured on W1, 64 Ki rows of 1 KiB: about 1.3x faster on one
-/// thread, 1.15x on two.)
+/// anything. (Measured: see [`SOURCE_ORDER_MIN_SOURCE_BYTES`].)
 fn reads_in_source_order(src_len: usize, block_len: usize, tasks: usize) -> bool {
-    src_len > L2_PREFETCH_MIN_SOURCE_BYTES
-        && src_len / tasks.max(1) > SOURCE_ORDER_MIN_SOURCE_BYTES
+    src_len >= SOURCE_ORDER_MIN_SOURCE_BYTES
+        && src_len / tasks.max(1) > SOURCE_ORDER_MIN_BYTES_PER_TASK
         && block_len >= SOURCE_ORDER_MIN_BLOCK
 }
 
@@ -1083,17 +1089,25 @@ mod tests {
     /// A source large enough for the source-order path, split across
     /// threads when the caller runs in a pool.
     #[test]
-    #[cfg_attr(miri, ignore = "16 MiB of copying is too slow under Miri")]
+    #[cfg_attr(miri, ignore = "128 MiB of source is too slow under Miri")]
     fn fill_blocks_in_source_order_matches_slot_order() {
         let block_len = SOURCE_ORDER_MIN_BLOCK;
-        let src_blocks = L2_PREFETCH_MIN_SOURCE_BYTES / block_len + 1;
-        assert!(reads_in_source_order(src_blocks * block_len, block_len, 1));
-        assert!(reads_in_source_order(src_blocks * block_len, block_len, 2));
-        assert!(!reads_in_source_order(src_blocks * block_len, block_len, 4));
-        assert!(
-            !reads_in_source_order(32 << 20, block_len, 1),
-            "a source the L3 holds"
-        );
+        let src_blocks = SOURCE_ORDER_MIN_SOURCE_BYTES / block_len;
+        for tasks in [1, 2, 4] {
+            assert!(reads_in_source_order(
+                src_blocks * block_len,
+                block_len,
+                tasks
+            ));
+        }
+        assert!(!reads_in_source_order(src_blocks * block_len, block_len, 8));
+        assert!(!reads_in_source_order(src_blocks * block_len, 128, 1));
+        for tasks in [1, 2] {
+            assert!(
+                !reads_in_source_order(64 << 20, 1024, tasks),
+                "W1's and W10's 64 MiB sources take slot order"
+            );
+        }
         let src: Vec<u8> = (0..src_blocks * block_len)
             .map(|v| (v % 253) as u8)
             .collect();
