@@ -227,9 +227,10 @@ impl Lookahead {
 /// whose rows mostly come from L3 with a short wait, into L1.
 const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 
-/// Source order pays for sources at least this large: from 256 MiB on it
-/// ran 1.2-1.35x faster than slot order on one and two threads, fresh and
-/// into a buffer (W1-shaped rows of 1 KiB, 256 MiB and 1 GiB sources). On
+/// Source order pays for sources at least this large: on a 256 MiB source
+/// (W1-shaped rows of 1 KiB) it ran 1.16-1.36x faster than slot order on
+/// one and two threads, fresh and into a buffer; on 1 GiB, 1.15-1.5x
+/// faster but into a buffer on one thread, where it was 1.1x slower. On
 /// W1's and W10's 64 MiB sources, since slot order takes the whole-row
 /// loop, source order was at best 1.07x faster (on one thread, with one
 /// heap layout) and 1.8x slower in 8 of 10 layouts (on one thread, into a
