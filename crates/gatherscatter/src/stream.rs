@@ -443,8 +443,10 @@ impl Avx {
     /// instead of a split and slice checks per row. Returns false, having
     /// written nothing, for any other chunk. (Measured on W8, 512-byte
     /// rows, into a buffer: 1.09-1.13 against 1.22-1.24 ms on one thread,
-    /// 0.69 against 0.75 on two, in interleaved runs. W1's 1 KiB rows,
-    /// copied in source order, did not gain from the same loop.)
+    /// 0.69 against 0.75 on two, in interleaved runs. W1's 1 KiB rows did
+    /// not gain from the same loop in source order; since they take slot
+    /// order (see [`SOURCE_ORDER_MIN_SOURCE_BYTES`]), they run through
+    /// it.)
     fn copy_rows_in_slot_order<B: OutByte>(
         self,
         chunk: &mut [B],
