@@ -124,15 +124,16 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
             })
             .flatten();
         let order = order.as_deref();
-        let whole_rows = order.is_none()
-            && Avx::detect().is_some_and(|avx| {
-                avx.copy_rows_in_slot_order(chunk, src, block_len, listed.clone(), ahead)
-            });
         match Avx::detect() {
-            _ if whole_rows => {}
-            Some(avx) => copy_task(chunk, src, block_len, order, listed, ahead, |to, from| {
-                avx.copy_nontemporal(to, from)
-            }),
+            Some(avx) => {
+                let whole_rows = order.is_none()
+                    && avx.copy_rows_in_slot_order(chunk, src, block_len, listed.clone(), ahead);
+                if !whole_rows {
+                    copy_task(chunk, src, block_len, order, listed, ahead, |to, from| {
+                        avx.copy_nontemporal(to, from)
+                    });
+                }
+            }
             None => copy_task(
                 chunk,
                 src,
