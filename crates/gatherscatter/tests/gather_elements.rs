@@ -614,6 +614,23 @@ fn the_first_bad_index_of_an_outer_axis_gather_is_reported() {
     names_the_first_bad_index_on_any_pool(run, rows as i128, &[300, 400]);
 }
 
+/// Last axis, rows longer than one prefetch burst of the next row (40,000
+/// bytes): each row is gathered in two pieces, and a bad index in the
+/// second piece of a row (or the last row, which has no next row) is named
+/// at its own position.
+#[test]
+fn a_bad_index_past_the_first_piece_of_a_long_row_is_named_where_it_is() {
+    let (rows, cols) = (3usize, 10_000usize);
+    let data = Tensor::new(vec![rows, cols], vec![1.0f32; rows * cols]).unwrap();
+    for bad_at in [[0, 9_000], [0, 5_003], [2, 9_999]] {
+        let mut raw: Vec<i128> = (0..rows * cols).map(|k| (k % 7) as i128).collect();
+        raw[bad_at[0] * cols + bad_at[1]] = cols as i128;
+        let indices = index_tensor(DType::I64, &[rows, cols], &raw);
+        let run = || GatherElements::new(1).run(&data, &indices);
+        names_the_first_bad_index_on_any_pool(run, cols as i128, &bad_at);
+    }
+}
+
 proptest! {
     #![proptest_config(proptest_config(48))]
 
