@@ -234,23 +234,28 @@ impl Lookahead {
 /// whose rows mostly come from L3 with a short wait, into L1.
 const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 
-/// Source order pays for sources at least this large: on a 256 MiB source
-/// (W1-shaped rows of 1 KiB) it ran 1.16-1.36x faster than slot order on
-/// one and two threads, fresh and into a buffer; on 1 GiB, 1.15-1.5x
-/// faster, and into a buffer on one thread, once its prefetches went to L1
-/// (see [`Lookahead::new`]), 1.1-1.3x faster (51-57 ms against 67-74). On
-/// W1's and W10's 64 MiB sources, since slot order takes the whole-row
-/// loop, source order was at best 1.07x faster (on one thread, with one
-/// heap layout) and 1.8x slower in 8 of 10 layouts (on one thread, into a
-/// buffer: 4.7-5.7 ms against 2.6-3.6), while slot order held its time in
-/// every layout; on two threads slot order was as fast or up to 2x faster.
-/// (Earlier, W1 gained about 1.3x from source order on one thread, before
-/// huge pages under `gsx-bench`'s buffers and the whole-row loop.)
-const SOURCE_ORDER_MIN_SOURCE_BYTES: usize = 128 << 20;
+/// Source order pays for sources at least this large, beyond the 32 MiB
+/// L3 of the machine measured, with its prefetches into L1 (see
+/// [`Lookahead::new`]). Against slot order, W1-shaped rows of 1 KiB,
+/// interleaved over heap layouts:
+/// - 64 MiB (W1, W10), one thread: into a buffer 2.34-2.53 ms against
+///   2.54-3.02 (W10 2.46-2.54 against 2.62-2.78), fresh 2.64-2.76 against
+///   2.86-3.04; for two threads see [`SOURCE_ORDER_MIN_BYTES_PER_TASK`];
+/// - 256 MiB: 1.16-1.36x faster on one and two threads;
+/// - 1 GiB, into a buffer on one thread: 51-57 ms against 67-74.
+///
+/// With L2 prefetches instead, source order on W1 ran 1.8x slower in some
+/// heap layouts (4.6-5.7 ms against 2.4-2.7 into a buffer on one thread),
+/// which had for a while kept it to sources of 128 MiB and more.
+const SOURCE_ORDER_MIN_SOURCE_BYTES: usize = 48 << 20;
 
 /// Each task's share of the source (its size over the task count) must be
-/// above this for source order to pay.
-const SOURCE_ORDER_MIN_BYTES_PER_TASK: usize = 16 << 20;
+/// above this for source order to pay. W1's 64 MiB source split between
+/// two threads is not: against slot order, within noise in one state of
+/// the machine (into a buffer 2.21-2.50 ms against 2.18-2.59, fresh
+/// 1.33-1.41 against 1.42-1.57) and 1.05x slower fresh in 5 of 6 runs in
+/// another (2.54-3.31 against 2.38-3.18).
+const SOURCE_ORDER_MIN_BYTES_PER_TASK: usize = 32 << 20;
 
 /// Blocks at least this long keep the order table (8 bytes per block)
 /// within 3% of the output.
@@ -452,9 +457,8 @@ impl Avx {
     /// written nothing, for any other chunk. (Measured on W8, 512-byte
     /// rows, into a buffer: 1.09-1.13 against 1.22-1.24 ms on one thread,
     /// 0.69 against 0.75 on two, in interleaved runs. W1's 1 KiB rows did
-    /// not gain from the same loop in source order; since they take slot
-    /// order (see [`SOURCE_ORDER_MIN_SOURCE_BYTES`]), they run through
-    /// it.)
+    /// not gain from the same loop in source order, which they take on one
+    /// or two threads; see [`SOURCE_ORDER_MIN_SOURCE_BYTES`].)
     fn copy_rows_in_slot_order<B: OutByte>(
         self,
         chunk: &mut [B],
@@ -1100,25 +1104,22 @@ mod tests {
     /// A source large enough for the source-order path, split across
     /// threads when the caller runs in a pool.
     #[test]
-    #[cfg_attr(miri, ignore = "128 MiB of source is too slow under Miri")]
+    #[cfg_attr(miri, ignore = "64 MiB of source is too slow under Miri")]
     fn fill_blocks_in_source_order_matches_slot_order() {
         let block_len = SOURCE_ORDER_MIN_BLOCK;
-        let src_blocks = SOURCE_ORDER_MIN_SOURCE_BYTES / block_len;
-        for tasks in [1, 2, 4] {
-            assert!(reads_in_source_order(
-                src_blocks * block_len,
-                block_len,
-                tasks
-            ));
-        }
-        assert!(!reads_in_source_order(src_blocks * block_len, block_len, 8));
-        assert!(!reads_in_source_order(src_blocks * block_len, 128, 1));
-        for tasks in [1, 2] {
-            assert!(
-                !reads_in_source_order(64 << 20, 1024, tasks),
-                "W1's and W10's 64 MiB sources take slot order"
-            );
-        }
+        assert!(reads_in_source_order(48 << 20, block_len, 1));
+        assert!(!reads_in_source_order(48 << 20, block_len, 2));
+        assert!(!reads_in_source_order(48 << 20, 128, 1));
+        assert!(reads_in_source_order(64 << 20, 1024, 1), "W1, one thread");
+        assert!(!reads_in_source_order(64 << 20, 1024, 2), "W1, two threads");
+        assert!(
+            !reads_in_source_order(32 << 20, 512, 1),
+            "W8's 32 MiB source"
+        );
+        // Just over two tasks' minimum: source order on one and two tasks.
+        let src_blocks = 2 * SOURCE_ORDER_MIN_BYTES_PER_TASK / block_len + 1;
+        assert!(reads_in_source_order(src_blocks * block_len, block_len, 2));
+        assert!(!reads_in_source_order(src_blocks * block_len, block_len, 3));
         let src: Vec<u8> = (0..src_blocks * block_len)
             .map(|v| (v % 253) as u8)
             .collect();
