@@ -229,9 +229,10 @@ impl Lookahead {
     }
 }
 
-/// Sources larger than this, beyond the 32 MiB L3 of the machine measured,
-/// are prefetched into L2 (see [`prefetch_items_to_l2`]); smaller ones,
-/// whose rows mostly come from L3 with a short wait, into L1.
+/// In output order, sources larger than this, beyond the 32 MiB L3 of the
+/// machine measured, are prefetched into L2 (see [`prefetch_items_to_l2`]);
+/// smaller ones, whose rows mostly come from L3 with a short wait, into L1.
+/// (Source order always prefetches into L1; see [`Lookahead::new`].)
 const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 
 /// Source order pays for sources at least this large, beyond the 32 MiB
