@@ -8,7 +8,8 @@
 # caller-owned buffer. A second run with --prealloc puts gs-into beside the
 # peers' own preallocated-output variants (ORT IOBinding, torch out=).
 # Needs python3 with numpy, onnxruntime and torch (peers it cannot import are
-# skipped), and about 2.3 GB in OUT_DIR/inputs for the workload files.
+# skipped) and matplotlib (for the plot), and about 2.3 GB in OUT_DIR/inputs
+# for the workload files.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bench="${BENCH_DIR:-$here/../shared/bench}"

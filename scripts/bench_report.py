@@ -104,7 +104,11 @@ def copy_share_rows(report, ours="gs-into", workloads=("W1", "W4", "W8", "W10"))
 
 
 def plot(report, path):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit(f"bench_report.py: --png {path} needs matplotlib (pip install matplotlib); "
+                         "the tables above are complete")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
