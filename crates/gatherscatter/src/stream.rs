@@ -8,11 +8,11 @@
 //!   (an ordinary store reads the line it writes), so the output costs one
 //!   pass over memory instead of two.
 //! - Prefetching the rows a few blocks ahead keeps several random rows in
-//!   flight instead of waiting for each one when its copy starts; from a
-//!   source larger than the L3 cache, into L2 (see `prefetch_items_to_l2`).
-//! - From a source several times larger than the cache, copying rows in
-//!   the order they sit in the source turns random reads into a forward
-//!   stream.
+//!   flight instead of waiting for each one when its copy starts; in output
+//!   order from a source larger than the L3 cache, into L2 (see
+//!   `prefetch_items_to_l2`).
+//! - From a source larger than the cache, copying rows in the order they
+//!   sit in the source turns random reads into a forward stream.
 //!
 //! On other targets the functions fall back to plain copies, so callers never
 //! need a `cfg`. Under Miri, which cannot execute `movntdq`, `sfence` or
