@@ -81,7 +81,8 @@
 #![deny(missing_docs)]
 // `unsafe` is allowed in three modules only: `stream` (x86-64 streaming
 // stores), `vector_gather` (AVX2 gathers) and `uninit` (fresh outputs not
-// zeroed first); elsewhere only to call `uninit::new_vec_written`.
+// zeroed first); elsewhere only to call `uninit::new_vec_written` and
+// `uninit::new_vec_of`.
 #![deny(unsafe_code)]
 
 mod display;

@@ -125,6 +125,41 @@ proptest! {
     }
 }
 
+/// One slab (a 1-D tensor above the parallel threshold, and one short row
+/// per slab along the last axis): no split by slabs or columns applies, so
+/// the whole output is copied, then every update is applied in order. Fresh
+/// outputs take that path too, from uninitialised memory.
+#[test]
+fn scatters_too_few_slabs_to_split_match_the_reference() {
+    for shape in [vec![70_000], vec![2, 40_000]] {
+        let len: usize = shape.iter().product();
+        let axis = shape.len() - 1;
+        let data = Tensor::new(shape.clone(), floats(len, 7)).unwrap();
+        let mut idx_shape = shape.clone();
+        idx_shape[axis] = 9_000;
+        let n: usize = idx_shape.iter().product();
+        let idx_values = indices(n, shape[axis], 11);
+        let upd_values = floats(n, 13);
+        let idx = Tensor::new(idx_shape.clone(), idx_values.clone()).unwrap();
+        let updates = Tensor::new(idx_shape.clone(), upd_values.clone()).unwrap();
+        for reduction in Reduction::ALL {
+            let out = same_for_every_thread_count(|| {
+                ScatterElements::new(axis as i64)
+                    .reduction(reduction)
+                    .run(&data, &idx, &updates)
+                    .unwrap()
+            });
+            let expected =
+                reference_scatter(&data, &idx_values, &idx_shape, &upd_values, axis, reduction);
+            assert_eq!(
+                format!("{out:?}"),
+                format!("{expected:?}"),
+                "{shape:?}, {reduction:?}"
+            );
+        }
+    }
+}
+
 /// Naive-reference scatter with `reduction` on f32.
 fn reference_scatter(
     data: &Tensor,

@@ -14,6 +14,7 @@ use crate::ops::parallel;
 use crate::reduction::Combine;
 use crate::shape::{strides, unravel, RowBases};
 use crate::stream::{prefetch_item_to_l2, prefetch_items, LINE};
+use crate::uninit::Slot;
 
 /// Shapes of one call; indices' shape is checked against data's.
 pub(crate) struct Geometry<'a> {
@@ -27,9 +28,9 @@ const MIN_COLUMNS_PER_TASK: usize = 64;
 
 /// `out = data`, then every update combined into its target. `Err(p)`: the
 /// index at flat position `p` is out of range (out is then partly written).
-pub(crate) fn scatter<W: Clone + Send + Sync, C: Combine<W>>(
+pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
     data: &[W],
-    out: &mut [W],
+    out: &mut [O],
     g: &Geometry<'_>,
     indices: &[i64],
     updates: &[W],
@@ -42,7 +43,7 @@ pub(crate) fn scatter<W: Clone + Send + Sync, C: Combine<W>>(
     // An empty output with indices still checks them (an empty axis takes none).
     let tasks = parallel::tasks(std::mem::size_of_val(out), out.len().max(1));
     if indices.is_empty() {
-        out.clone_from_slice(data);
+        O::init_from(out, data);
         return Ok(());
     }
     // Few slabs but long rows: each task owns a range of the last dim in
@@ -57,13 +58,13 @@ pub(crate) fn scatter<W: Clone + Send + Sync, C: Combine<W>>(
                 first: task * per_task,
                 len: slab,
             };
-            copy_and_apply_slabs::<W, C>(dst, slabs, data, g, indices, updates)
+            copy_and_apply_slabs::<W, O, C>(dst, slabs, data, g, indices, updates)
         });
     }
     if by_columns {
-        return scatter_by_columns::<W, C>(data, out, g, indices, updates, tasks, true);
+        return scatter_by_columns::<W, O, C>(data, out, g, indices, updates, tasks, true);
     }
-    out.clone_from_slice(data);
+    let out = O::init_from(out, data);
     apply_rows::<W, C>(out, 0, g, RowRange::all(g), indices, updates)
 }
 
@@ -78,8 +79,8 @@ struct OwnedSlabs {
 /// their updates, a few slabs at a time: each step's slabs are still in
 /// cache (about 256 KiB) when their updates land, where copying everything
 /// first would have pushed them out to memory.
-fn copy_and_apply_slabs<W: Clone, C: Combine<W>>(
-    dst: &mut [W],
+fn copy_and_apply_slabs<W: Clone, O: Slot<W>, C: Combine<W>>(
+    dst: &mut [O],
     slabs: OwnedSlabs,
     data: &[W],
     g: &Geometry<'_>,
@@ -92,7 +93,8 @@ fn copy_and_apply_slabs<W: Clone, C: Combine<W>>(
     for (step, part) in dst.chunks_mut(per_step * slabs.len).enumerate() {
         let from = slabs.first + step * per_step;
         let offset = from * slabs.len;
-        part.clone_from_slice(&data[offset..offset + part.len()]);
+        let len = part.len();
+        let part = O::init_from(part, &data[offset..offset + len]);
         let rows = RowRange::for_slabs(g, from, from + part.len() / slabs.len);
         apply_rows::<W, C>(part, offset, g, rows, indices, updates)?;
     }
@@ -270,9 +272,9 @@ const fn per_line<T>() -> usize {
 /// one thread: packed, 1.3x faster). Without `packed_strips`, or when a
 /// strip cannot be allocated, the task copies data into its pieces of the
 /// output and updates them in place (same order, same result).
-fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
+fn scatter_by_columns<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
     data: &[W],
-    out: &mut [W],
+    out: &mut [O],
     g: &Geometry<'_>,
     indices: &[i64],
     updates: &[W],
@@ -285,12 +287,12 @@ fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
         .map(|t| t * last / tasks.max(1))
         .collect();
     let pieces = parallel::column_pieces(out, last, &cuts);
-    let columns = |(t, owned): (usize, Vec<&mut [W]>)| {
+    let columns = |(t, owned): (usize, Vec<&mut [O]>)| {
         let task = ColumnTask {
             columns: cuts[t]..cuts[t + 1],
             owned,
         };
-        task.apply::<C>(data, g, indices, updates, packed_strips)
+        task.apply::<W, C>(data, g, indices, updates, packed_strips)
     };
     if tasks <= 1 {
         // Small calls never ask rayon anything.
@@ -299,42 +301,68 @@ fn scatter_by_columns<W: Clone + Send + Sync, C: Combine<W>>(
     pieces.into_par_iter().enumerate().try_for_each(columns)
 }
 
-/// The columns one task owns, as its piece of every output row.
-struct ColumnTask<'a, W> {
+/// The columns one task owns, as its piece of every output row (slots of
+/// a caller's buffer or of a fresh one).
+struct ColumnTask<'a, O> {
     columns: std::ops::Range<usize>,
-    owned: Vec<&'a mut [W]>,
+    owned: Vec<&'a mut [O]>,
 }
 
-impl<W: Clone> ColumnTask<'_, W> {
-    fn apply<C: Combine<W>>(
-        mut self,
+impl<O> ColumnTask<'_, O> {
+    fn apply<W: Clone, C: Combine<W>>(
+        self,
         data: &[W],
         g: &Geometry<'_>,
         indices: &[i64],
         updates: &[W],
         packed_strips: bool,
-    ) -> Result<(), usize> {
-        let last = g.data_shape[g.data_shape.len() - 1];
-        let rows = self.owned.len();
-        let c0 = self.columns.start;
-        let tile = column_tile::<W>(rows);
+    ) -> Result<(), usize>
+    where
+        O: Slot<W>,
+    {
+        let tile = column_tile::<W>(self.owned.len());
         let mut strip: Vec<W> = Vec::new();
-        let packed = packed_strips && strip.try_reserve_exact(rows * tile).is_ok();
-        if !packed {
-            for (r, piece) in self.owned.iter_mut().enumerate() {
-                piece.clone_from_slice(&data[r * last + self.columns.start..][..piece.len()]);
-            }
+        if packed_strips && strip.try_reserve_exact(self.owned.len() * tile).is_ok() {
+            return self.apply_packed::<W, C>(strip, tile, data, g, indices, updates);
+        }
+        let last = g.data_shape[g.data_shape.len() - 1];
+        let c0 = self.columns.start;
+        let mut pieces: Vec<&mut [W]> = Vec::with_capacity(self.owned.len());
+        for (r, piece) in self.owned.into_iter().enumerate() {
+            let len = piece.len();
+            pieces.push(O::init_from(piece, &data[r * last + c0..][..len]));
         }
         for j0 in self.columns.clone().step_by(tile) {
             let j1 = (j0 + tile).min(self.columns.end);
-            if !packed {
-                let mut cells = RowPieces {
-                    pieces: &mut self.owned,
-                    first_column: c0,
-                };
-                apply_columns::<W, C, _>(&mut cells, j0, j1, g, indices, updates)?;
-                continue;
-            }
+            let mut cells = RowPieces {
+                pieces: &mut pieces,
+                first_column: c0,
+            };
+            apply_columns::<W, C, _>(&mut cells, j0, j1, g, indices, updates)?;
+        }
+        Ok(())
+    }
+
+    /// Each tile of columns is packed from `data` into `strip` (room for
+    /// `tile` columns of every row), updated there, then stored into the
+    /// owned pieces.
+    fn apply_packed<W: Clone, C: Combine<W>>(
+        mut self,
+        mut strip: Vec<W>,
+        tile: usize,
+        data: &[W],
+        g: &Geometry<'_>,
+        indices: &[i64],
+        updates: &[W],
+    ) -> Result<(), usize>
+    where
+        O: Slot<W>,
+    {
+        let last = g.data_shape[g.data_shape.len() - 1];
+        let rows = self.owned.len();
+        let c0 = self.columns.start;
+        for j0 in self.columns.clone().step_by(tile) {
+            let j1 = (j0 + tile).min(self.columns.end);
             strip.clear();
             for r in 0..rows {
                 let ahead = (r + STRIP_PREFETCH_ROWS) * last;
@@ -352,7 +380,7 @@ impl<W: Clone> ColumnTask<'_, W> {
                 if let Some(upcoming) = self.owned.get(r + STRIP_PREFETCH_ROWS) {
                     prefetch_items(upcoming.get(p0..p1).unwrap_or_default());
                 }
-                self.owned[r][p0..p1].clone_from_slice(row);
+                O::copy_from(&mut self.owned[r][p0..p1], row);
             }
         }
         Ok(())
@@ -529,6 +557,75 @@ mod tests {
     use super::*;
     use crate::reduction::{AddOp, Overwrite};
 
+    /// A new output that `write` fills from uninitialised memory (under
+    /// Miri, reading a slot it did not write is an error).
+    fn fresh_output(
+        len: usize,
+        write: impl FnOnce(&mut [std::mem::MaybeUninit<i64>]) -> Result<(), usize>,
+    ) -> Result<Vec<i64>, usize> {
+        // SAFETY: the kernels under test return `Ok` only after writing
+        // every slot, which is what the tests calling this check.
+        #[allow(unsafe_code)]
+        let written = unsafe { crate::uninit::new_vec_of::<i64, usize>(len, write) };
+        written.expect("a small vector of i64 can be made")
+    }
+
+    /// Each path of one task stores data into every slot of a fresh output
+    /// before applying the updates: whole slabs (a scatter along the last
+    /// axis and one along a middle axis), column pieces of every row with
+    /// and without packed strips (along axis 0), and no updates at all.
+    #[test]
+    fn every_path_writes_every_slot_of_a_fresh_output() {
+        let shape = [3, 4, 70];
+        let data: Vec<i64> = (0..840).collect();
+        for (axis, ishape) in [
+            (2, [2, 4, 70]),
+            (1, [3, 2, 70]),
+            (0, [2, 3, 66]),
+            (0, [0, 4, 70]),
+        ] {
+            let count: usize = ishape.iter().product();
+            let idx: Vec<i64> = (0..count as i64).map(|k| k % 2 - 1).collect();
+            let upd: Vec<i64> = (0..count as i64).map(|k| 1000 + k).collect();
+            let rule = AxisRule {
+                axis,
+                size: shape[axis],
+                negative_allowed: true,
+            };
+            let g = Geometry {
+                data_shape: &shape,
+                indices_shape: &ishape,
+                rule: &rule,
+            };
+            let mut expected = vec![0; data.len()];
+            scatter::<i64, i64, AddOp>(&data, &mut expected, &g, &idx, &upd).unwrap();
+            let fresh = fresh_output(data.len(), |out| {
+                scatter::<i64, _, AddOp>(&data, out, &g, &idx, &upd)
+            });
+            assert_eq!(
+                fresh,
+                Ok(expected.clone()),
+                "axis {axis}, indices {ishape:?}"
+            );
+            if axis == 0 {
+                for packed_strips in [true, false] {
+                    let fresh = fresh_output(data.len(), |out| {
+                        scatter_by_columns::<i64, _, AddOp>(
+                            &data,
+                            out,
+                            &g,
+                            &idx,
+                            &upd,
+                            1,
+                            packed_strips,
+                        )
+                    });
+                    assert_eq!(fresh, Ok(expected.clone()), "packed strips {packed_strips}");
+                }
+            }
+        }
+    }
+
     /// `out[idx[p, q, j], q, j] += upd[p, q, j]` in row-major order of the
     /// indices, straight from SPEC §2.6 for axis 0 of a rank-3 tensor.
     fn naive_axis0_add(
@@ -591,7 +688,7 @@ mod tests {
         for tasks in [1, 2, 3] {
             for packed_strips in [true, false] {
                 let mut out = vec![0; data.len()];
-                scatter_by_columns::<i64, AddOp>(
+                scatter_by_columns::<i64, i64, AddOp>(
                     &data,
                     &mut out,
                     &g,
@@ -605,6 +702,22 @@ mod tests {
                     out, expected,
                     "tasks {tasks}, packed strips {packed_strips}"
                 );
+                let fresh = fresh_output(data.len(), |out| {
+                    scatter_by_columns::<i64, _, AddOp>(
+                        &data,
+                        out,
+                        &g,
+                        &idx,
+                        &upd,
+                        tasks,
+                        packed_strips,
+                    )
+                });
+                assert_eq!(
+                    fresh,
+                    Ok(expected.clone()),
+                    "fresh, tasks {tasks}, packed strips {packed_strips}"
+                );
                 // One bad index, in the first, a middle and the last tile.
                 let (row_len, last) = (ishape[2], shape[2]);
                 for bad in [0, row_len + 17, count / 2 + 1, count - 1] {
@@ -612,7 +725,7 @@ mod tests {
                         let mut wrong = idx.clone();
                         wrong[bad] = value;
                         let mut out = vec![0; data.len()];
-                        let found = scatter_by_columns::<i64, AddOp>(
+                        let found = scatter_by_columns::<i64, i64, AddOp>(
                             &data,
                             &mut out,
                             &g,
@@ -670,14 +783,18 @@ mod tests {
                 }
             }
             let mut out = vec![0; data.len()];
-            scatter::<i64, Overwrite>(&data, &mut out, &g, &idx, &upd).unwrap();
+            scatter::<i64, i64, Overwrite>(&data, &mut out, &g, &idx, &upd).unwrap();
             assert_eq!(out, expected, "axis {axis}");
+            let fresh = fresh_output(data.len(), |out| {
+                scatter::<i64, _, Overwrite>(&data, out, &g, &idx, &upd)
+            });
+            assert_eq!(fresh, Ok(expected), "fresh, axis {axis}");
             for bad in [0, 15, 16, 17, 31, 32, 39, 40, 56, 79, 80, 119] {
                 for value in [size as i64, -(size as i64) - 1] {
                     let mut wrong = idx.clone();
                     wrong[bad] = value;
                     let mut out = vec![0; data.len()];
-                    let found = scatter::<i64, Overwrite>(&data, &mut out, &g, &wrong, &upd);
+                    let found = scatter::<i64, i64, Overwrite>(&data, &mut out, &g, &wrong, &upd);
                     assert_eq!(found, Err(bad), "axis {axis}, index {value} at {bad}");
                 }
             }
