@@ -59,6 +59,22 @@ pub(crate) fn try_for_each_chunk<W: Send, E: Send>(
     chunk_len: usize,
     f: impl Fn(usize, &mut [W]) -> Result<(), E> + Sync + Send,
 ) -> Result<(), E> {
+    try_for_each_chunk_of(out, chunk_len, &f)
+}
+
+/// One task of [`try_for_each_chunk_of`]: `(task, chunk) -> Result`.
+type ChunkTask<'f, W, E> = dyn Fn(usize, &mut [W]) -> Result<(), E> + Sync + 'f;
+
+/// [`try_for_each_chunk`] behind a `dyn` task: rayon's splitting code is
+/// compiled once per element and error type instead of once per kernel
+/// closure (each dtype, reduction and output kind), which had made it the
+/// largest part of a `gsx` binary. A task is a whole chunk, so the indirect
+/// call costs nothing measurable.
+fn try_for_each_chunk_of<W: Send, E: Send>(
+    out: &mut [W],
+    chunk_len: usize,
+    f: &ChunkTask<'_, W, E>,
+) -> Result<(), E> {
     let chunk_len = chunk_len.max(1);
     if out.len() <= chunk_len {
         f(0, out)
