@@ -4,6 +4,8 @@
 //! row-major order, `out[t] = f(out[t], updates[p])` with
 //! `t = p with p[axis] := idx(indices[p])`.
 
+use std::mem::MaybeUninit;
+
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
@@ -363,10 +365,12 @@ impl ScatterElements {
             .map_err(|found| first_bad_index(indices, plan.rule, found))
     }
 
-    /// A new output holding data with every update applied. Each kernel
-    /// stores data's elements into the fresh memory itself, so it is not
-    /// zeroed first (which cost W6, a 64 MiB scatter, a one-thread
-    /// `memset` per call on top of the copy).
+    /// A new output holding data with every update applied. With plain
+    /// overwrites the kernel stores data's words into the fresh memory
+    /// itself, so it is not zeroed first (which cost W6, a 64 MiB scatter,
+    /// a one-thread `memset` per call on top of the copy). Reductions still
+    /// start from zeroed memory: a second compiled kernel for each of their
+    /// dtypes (here and in ScatterND) made `gsx` 2.5 MB larger.
     fn fresh<T: Element, I: IndexElement>(
         &self,
         data: TypedView<'_, T>,
@@ -375,37 +379,24 @@ impl ScatterElements {
         plan: &ScatterPlan,
     ) -> Result<Vec<T>> {
         let idx = &canonical_indices(indices.data())?;
+        let len = data.len();
         let g = Geometry {
             data_shape: data.shape(),
             indices_shape: indices.shape(),
             rule: &plan.rule,
         };
-        let (from, upd) = (data.data(), updates.data());
-        let len = from.len();
+        let (from, upd) = (T::as_words(data.data()), T::as_words(updates.data()));
+        let overwrite =
+            |out: &mut [MaybeUninit<T::Word>]| scatter::<_, _, Overwrite>(from, out, &g, idx, upd);
         // SAFETY: `scatter` returns `Ok` only after writing every slot: its
         // tasks own disjoint parts of the output that cover it, and each
-        // stores data's elements into all of its part (`Slot::init_from`,
-        // or a packed strip's `Slot::copy_from` per tile) before returning
+        // stores data's words into all of its part (`Slot::init_from`, or
+        // a packed strip's `Slot::copy_from` per tile) before returning
         // `Ok`.
         #[allow(unsafe_code)]
-        let written = unsafe {
-            match self.reduction {
-                Reduction::None => uninit::new_vec_written::<T, usize>(len, |out| {
-                    scatter::<_, _, Overwrite>(T::as_words(from), out, &g, idx, T::as_words(upd))
-                }),
-                Reduction::Add => uninit::new_vec_of::<T, usize>(len, |out| {
-                    scatter::<T, _, AddOp>(from, out, &g, idx, upd)
-                }),
-                Reduction::Mul => uninit::new_vec_of::<T, usize>(len, |out| {
-                    scatter::<T, _, MulOp>(from, out, &g, idx, upd)
-                }),
-                Reduction::Max => uninit::new_vec_of::<T, usize>(len, |out| {
-                    scatter::<T, _, MaxOp>(from, out, &g, idx, upd)
-                }),
-                Reduction::Min => uninit::new_vec_of::<T, usize>(len, |out| {
-                    scatter::<T, _, MinOp>(from, out, &g, idx, upd)
-                }),
-            }
+        let written = match self.reduction {
+            Reduction::None => unsafe { uninit::new_vec_written::<T, usize>(len, overwrite) },
+            _ => None,
         };
         let result = match written {
             Some(result) => result,
