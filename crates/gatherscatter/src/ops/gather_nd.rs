@@ -3,6 +3,8 @@
 //! `indices` (rank `q >= 1`) is a tensor of k-tuples along its last dim; each
 //! tuple selects the slice `data[b.., i_0, .., i_{k-1}, ..]` within its batch.
 
+use std::mem::MaybeUninit;
+
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
@@ -12,6 +14,7 @@ use crate::profile::{self, Profile};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::uninit::{self, Slot};
 
 /// The GatherND operator.
 ///
@@ -265,34 +268,56 @@ fn execute<T: Element>(
     offsets: &[usize],
     plan: NdPlan,
 ) -> Result<TypedTensor<T>> {
-    let mut out = alloc_output::<T>(plan.output_len)?;
-    fill(data, offsets, &plan, &mut out);
+    let write = |out: &mut [MaybeUninit<T::Word>]| {
+        copy_slices(T::as_words(data.data()), offsets, &plan, out)
+    };
+    // SAFETY: `copy_slices` returns `Ok` only for an output of whole blocks
+    // with an offset for each, and then writes every block.
+    #[allow(unsafe_code)]
+    let out = match unsafe { uninit::new_vec_written::<T, Incomplete>(plan.output_len, write) } {
+        Some(Ok(out)) => out,
+        Some(Err(Incomplete)) | None => {
+            let mut out = alloc_output::<T>(plan.output_len)?;
+            fill(data, offsets, &plan, &mut out);
+            out
+        }
+    };
     Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out))
 }
 
 /// Write the gathered slices into `out` (the output's length).
 fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, out: &mut [T]) {
-    if plan.output_len > 0 {
-        copy_slices(
-            T::as_words(data.data()),
-            offsets,
-            plan,
-            T::as_words_mut(out),
-        );
-    }
+    // A plan always has an offset per block; were it short, the blocks
+    // without one would keep their values.
+    let _ = copy_slices(
+        T::as_words(data.data()),
+        offsets,
+        plan,
+        T::as_words_mut(out),
+    );
 }
 
-/// Requires a non-empty output and offsets resolved within a batch slab.
-/// Output blocks are independent: contiguous ranges of them go to separate
-/// tasks (see `parallel`).
-fn copy_slices<W: Clone + Send + Sync>(
+/// [`copy_slices`] was given an output that is not whole blocks, or fewer
+/// offsets than blocks, and wrote nothing.
+struct Incomplete;
+
+/// Requires offsets resolved within a batch slab. Output blocks are
+/// independent: contiguous ranges of them go to separate tasks (see
+/// `parallel`). `out` may be uninitialised: on `Ok` every slot is written.
+fn copy_slices<W: Clone + Send + Sync, O: Slot<W>>(
     data: &[W],
     offsets: &[usize],
     plan: &NdPlan,
-    out: &mut [W],
-) {
+    out: &mut [O],
+) -> Result<(), Incomplete> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    let blocks = out.len().checked_div(plan.block).ok_or(Incomplete)?;
+    if blocks * plan.block != out.len() || offsets.len() < blocks || plan.batches == 0 {
+        return Err(Incomplete);
+    }
     let per_batch = offsets.len() / plan.batches;
-    let blocks = out.len() / plan.block;
     let per_task = blocks.div_ceil(parallel::tasks(std::mem::size_of_val(out), blocks));
     parallel::for_each_chunk(out, per_task * plan.block, |task, chunk| {
         let first = task * per_task;
@@ -303,7 +328,35 @@ fn copy_slices<W: Clone + Send + Sync>(
             .enumerate()
         {
             let base = ((first + k) / per_batch) * plan.slab + off;
-            dst.clone_from_slice(&data[base..base + plan.block]);
+            O::copy_from(dst, &data[base..base + plan.block]);
         }
     });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{GatherND, Tensor};
+
+    /// Fresh outputs are not zeroed first: under Miri, a slot the copy
+    /// skipped would be read uninitialised by the comparison.
+    #[test]
+    fn fresh_outputs_hold_every_gathered_slice() {
+        let data = Tensor::new(vec![2, 2, 2], (0..8).collect::<Vec<i32>>()).unwrap();
+        let cases = [
+            // Rows by pairs, whole planes, rows within each batch, nothing.
+            (0, vec![2, 2], vec![0i64, 0, 1, 1], vec![0, 1, 6, 7]),
+            (0, vec![2, 1], vec![1, 0], vec![4, 5, 6, 7, 0, 1, 2, 3]),
+            (1, vec![2, 1], vec![1, 0], vec![2, 3, 4, 5]),
+            (0, vec![0, 1], vec![], vec![]),
+        ];
+        for (batch_dims, shape, indices, expected) in cases {
+            let indices = Tensor::new(shape, indices).unwrap();
+            let out = GatherND::new()
+                .batch_dims(batch_dims)
+                .run(&data, &indices)
+                .unwrap();
+            assert_eq!(out.data::<i32>().unwrap(), &expected[..], "{indices:?}");
+        }
+    }
 }

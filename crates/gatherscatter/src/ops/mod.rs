@@ -11,6 +11,7 @@ pub mod tensor_scatter;
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
+use crate::uninit::Slot;
 
 /// An output buffer of `len` elements, or an error (never an abort) when it
 /// cannot be allocated (SPEC §2.12).
@@ -21,29 +22,37 @@ pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
     })
 }
 
-/// `out = data` (same length). Large copies are split across the pool,
-/// whose threads also take the first page faults of a fresh allocation.
-pub(crate) fn copy_into<W: Clone + Send + Sync>(data: &[W], out: &mut [W]) {
+/// `out = data` (same length, else a panic). Large copies are split across
+/// the pool, whose threads also take the first page faults of a fresh
+/// allocation. `out` may be uninitialised: every slot is written.
+pub(crate) fn copy_into<W: Clone + Send + Sync, O: Slot<W>>(data: &[W], out: &mut [O]) {
     let per_task = data
         .len()
         .div_ceil(parallel::tasks(std::mem::size_of_val(data), data.len()));
     copy_then(data, out, per_task, |_, _| {});
 }
 
-/// `out = data` in chunks of `chunk_len` elements (across the pool when
-/// there are several), each task then running `then(start, chunk)` on the
-/// chunk it just copied (output elements `start..`), while it is in cache.
-pub(crate) fn copy_then<W: Clone + Send + Sync>(
+/// `out = data` (same length, else a panic) in chunks of `chunk_len`
+/// elements (across the pool when there are several), each task then
+/// running `then(start, chunk)` on the chunk it just copied (output
+/// elements `start..`), while it is in cache. `out` may be uninitialised:
+/// every slot is written before `then` sees it.
+pub(crate) fn copy_then<W: Clone + Send + Sync, O: Slot<W>>(
     data: &[W],
-    out: &mut [W],
+    out: &mut [O],
     chunk_len: usize,
     then: impl Fn(usize, &mut [W]) + Sync + Send,
 ) {
+    assert_eq!(
+        data.len(),
+        out.len(),
+        "copy_then: data and output lengths differ"
+    );
     let chunk_len = chunk_len.max(1);
     parallel::for_each_chunk(out, chunk_len, |task, chunk| {
         let start = task * chunk_len;
-        chunk.clone_from_slice(&data[start..start + chunk.len()]);
-        then(start, chunk);
+        let len = chunk.len();
+        then(start, O::init_from(chunk, &data[start..start + len]));
     });
 }
 

@@ -4,6 +4,9 @@
 //! order, the slice `out[i_0, .., i_{k-1}, ..]` is combined with the matching
 //! slice of `updates`.
 
+use std::convert::Infallible;
+use std::mem::MaybeUninit;
+
 use super::parallel;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -13,6 +16,7 @@ use crate::reduction::{self, AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Red
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::uninit::{self, Slot};
 
 /// The ScatterND operator.
 ///
@@ -249,8 +253,31 @@ impl ScatterND {
         updates: TypedView<'_, T>,
         block: usize,
     ) -> Result<TypedTensor<T>> {
-        let mut out = super::alloc_output::<T>(data.len())?;
-        self.fill(data, offsets, updates, block, &mut out);
+        let len = data.len();
+        let (source, upd) = (T::as_words(data.data()), T::as_words(updates.data()));
+        let overwrite = |out: &mut [MaybeUninit<T::Word>]| {
+            scatter_slices::<_, _, Overwrite>(source, out, offsets, upd, block);
+            Ok::<(), Infallible>(())
+        };
+        // Reductions start from zeroed memory, as ScatterElements' do (one
+        // compiled kernel per dtype and reduction, not two).
+        // SAFETY: `scatter_slices` writes every slot before it returns: its
+        // tasks' chunks cover the output and each stores data's words into
+        // all of its chunk first (`super::copy_then`).
+        #[allow(unsafe_code)]
+        let written = match self.reduction {
+            Reduction::None => unsafe { uninit::new_vec_written::<T, Infallible>(len, overwrite) },
+            _ => None,
+        };
+        let out = match written {
+            Some(Ok(out)) => out,
+            Some(Err(never)) => match never {},
+            None => {
+                let mut out = super::alloc_output::<T>(len)?;
+                self.fill(data, offsets, updates, block, &mut out);
+                out
+            }
+        };
         Ok(TypedTensor::from_parts_unchecked(
             data.shape().to_vec(),
             out,
@@ -269,17 +296,17 @@ impl ScatterND {
         let upd = updates.data();
         let source = data.data();
         match self.reduction {
-            Reduction::None => scatter_slices::<T::Word, Overwrite>(
+            Reduction::None => scatter_slices::<T::Word, T::Word, Overwrite>(
                 T::as_words(source),
                 T::as_words_mut(out),
                 offsets,
                 T::as_words(upd),
                 block,
             ),
-            Reduction::Add => scatter_slices::<T, AddOp>(source, out, offsets, upd, block),
-            Reduction::Mul => scatter_slices::<T, MulOp>(source, out, offsets, upd, block),
-            Reduction::Max => scatter_slices::<T, MaxOp>(source, out, offsets, upd, block),
-            Reduction::Min => scatter_slices::<T, MinOp>(source, out, offsets, upd, block),
+            Reduction::Add => scatter_slices::<T, T, AddOp>(source, out, offsets, upd, block),
+            Reduction::Mul => scatter_slices::<T, T, MulOp>(source, out, offsets, upd, block),
+            Reduction::Max => scatter_slices::<T, T, MaxOp>(source, out, offsets, upd, block),
+            Reduction::Min => scatter_slices::<T, T, MinOp>(source, out, offsets, upd, block),
         }
     }
 }
@@ -314,9 +341,9 @@ pub fn scatter_nd<'d, 'i, 'u>(
 /// those that land in it. The result is the serial one for any thread
 /// count; a split by tuple would race on duplicates (onnxruntime's
 /// ScatterND does).
-fn scatter_slices<W: Clone + Send + Sync, C: Combine<W>>(
+fn scatter_slices<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
     data: &[W],
-    out: &mut [W],
+    out: &mut [O],
     offsets: &[usize],
     updates: &[W],
     block: usize,
@@ -341,4 +368,35 @@ fn scatter_slices<W: Clone + Send + Sync, C: Combine<W>>(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Reduction, ScatterND, Tensor};
+
+    /// Fresh outputs are not zeroed first: under Miri, a slot the data copy
+    /// skipped would be read uninitialised by the comparison. ONNX ScatterND
+    /// example 1 with each reduction, and with no tuples at all.
+    #[test]
+    fn fresh_outputs_hold_data_with_the_updates_applied() {
+        let data = Tensor::new(vec![8], (1..=8).collect::<Vec<i64>>()).unwrap();
+        let indices = Tensor::new(vec![4, 1], vec![4i64, 3, 1, 7]).unwrap();
+        let updates = Tensor::new(vec![4], vec![9i64, 10, 11, 12]).unwrap();
+        let cases = [
+            (Reduction::None, [1, 11, 3, 10, 9, 6, 7, 12]),
+            (Reduction::Add, [1, 13, 3, 14, 14, 6, 7, 20]),
+            (Reduction::Mul, [1, 22, 3, 40, 45, 6, 7, 96]),
+            (Reduction::Max, [1, 11, 3, 10, 9, 6, 7, 12]),
+            (Reduction::Min, [1, 2, 3, 4, 5, 6, 7, 8]),
+        ];
+        for (reduction, expected) in cases {
+            let op = ScatterND::new().reduction(reduction);
+            let out = op.run(&data, &indices, &updates).unwrap();
+            assert_eq!(out.data::<i64>().unwrap(), &expected, "{reduction:?}");
+        }
+        let none = Tensor::new(vec![0, 1], Vec::<i64>::new()).unwrap();
+        let no_updates = Tensor::new(vec![0], Vec::<i64>::new()).unwrap();
+        let out = ScatterND::new().run(&data, &none, &no_updates).unwrap();
+        assert_eq!(out.data::<i64>().unwrap(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
 }

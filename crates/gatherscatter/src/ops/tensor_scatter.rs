@@ -5,7 +5,9 @@
 //! `present[p, w + s, ..] = update[p, s, ..]` with `w = write_indices[p[0]]`
 //! (0 when absent), taken modulo `max_sequence_length` in circular mode.
 
+use std::convert::Infallible;
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::str::FromStr;
 
 use super::parallel;
@@ -16,6 +18,7 @@ use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::uninit::{self, Slot};
 
 /// Where a TensorScatter update goes when it reaches the end of the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -148,8 +151,7 @@ impl TensorScatter {
         let (past_cache, update) = (past_cache.into(), update.into());
         let (plan, positions) = self.prepare(&past_cache, &update, write_indices)?;
         with_view!(past_cache, t => {
-            let mut out = super::alloc_output(t.len())?;
-            fill(t, update.typed()?, &positions, &plan, &mut out);
+            let out = fresh(t, update.typed()?, &positions, &plan)?;
             Ok(TypedTensor::from_parts_unchecked(t.shape().to_vec(), out).into())
         })
     }
@@ -228,8 +230,7 @@ impl TensorScatter {
     ) -> Result<TypedTensor<T>> {
         let (plan, positions) =
             self.prepare_typed(past_cache.shape(), update.shape(), T::DTYPE, write_indices)?;
-        let mut out = super::alloc_output(past_cache.len())?;
-        fill(past_cache, update, &positions, &plan, &mut out);
+        let out = fresh(past_cache, update, &positions, &plan)?;
         Ok(TypedTensor::from_parts_unchecked(
             past_cache.shape().to_vec(),
             out,
@@ -432,6 +433,34 @@ impl TensorScatter {
     }
 }
 
+/// A new output: past with every update window written, into memory that
+/// is not zeroed first (the copy of past writes every element).
+fn fresh<T: Element>(
+    past: TypedView<'_, T>,
+    update: TypedView<'_, T>,
+    positions: &[usize],
+    plan: &Plan,
+) -> Result<Vec<T>> {
+    let write = |out: &mut [MaybeUninit<T::Word>]| {
+        let (from, update) = (T::as_words(past.data()), T::as_words(update.data()));
+        copy_and_write_windows(from, out, update, positions, plan);
+        Ok::<(), Infallible>(())
+    };
+    // SAFETY: `copy_and_write_windows` writes every slot: its tasks'
+    // chunks cover the output and each stores past's elements into all of
+    // its chunk first (`super::copy_then`).
+    #[allow(unsafe_code)]
+    match unsafe { uninit::new_vec_written::<T, Infallible>(past.len(), write) } {
+        Some(Ok(out)) => Ok(out),
+        Some(Err(never)) => match never {},
+        None => {
+            let mut out = super::alloc_output(past.len())?;
+            fill(past, update, positions, plan, &mut out);
+            Ok(out)
+        }
+    }
+}
+
 /// `out = past` with every update window written (`out` has past's length).
 fn fill<T: Element>(
     past: TypedView<'_, T>,
@@ -454,9 +483,9 @@ fn fill<T: Element>(
 /// independent, so each task owns a range of them, copies it and writes its
 /// windows. Positions are distinct within a window (`sequence_length <=
 /// max_sequence_length`), so the order of writes does not matter.
-fn copy_and_write_windows<W: Clone + Send + Sync>(
+fn copy_and_write_windows<W: Clone + Send + Sync, O: Slot<W>>(
     past: &[W],
-    out: &mut [W],
+    out: &mut [O],
     update: &[W],
     positions: &[usize],
     plan: &Plan,
@@ -512,5 +541,29 @@ fn write_windows<W: Clone>(
             let pos = (start + s) % max;
             cache[pos * inner..(pos + 1) * inner].clone_from_slice(src);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ScatterMode, Tensor, TensorScatter};
+
+    /// Fresh outputs are not zeroed first: under Miri, a slot the copy of
+    /// the past cache skipped would be read uninitialised by the comparison.
+    #[test]
+    fn fresh_outputs_hold_the_past_with_the_windows_written() {
+        let past =
+            Tensor::new(vec![2, 4, 1], (0..8).map(|v| v as f32).collect::<Vec<_>>()).unwrap();
+        let update = Tensor::new(vec![2, 2, 1], vec![10.0f32, 11.0, 20.0, 21.0]).unwrap();
+        let write = Tensor::from_vec(vec![3i64, 1]);
+        let out = TensorScatter::new()
+            .mode(ScatterMode::Circular)
+            .run(&past, &update, Some((&write).into()))
+            .unwrap();
+        let expected = [11.0, 1.0, 2.0, 10.0, 4.0, 20.0, 21.0, 7.0];
+        assert_eq!(out.data::<f32>().unwrap(), &expected);
+        let nothing = Tensor::new(vec![2, 0, 1], Vec::<f32>::new()).unwrap();
+        let out = TensorScatter::new().run(&past, &nothing, None).unwrap();
+        assert_eq!(out.data::<f32>().unwrap(), past.data::<f32>().unwrap());
     }
 }
