@@ -2,6 +2,7 @@
 """Does Gather's cost grow linearly with the bytes it moves?
 
     python3 scripts/bench_linearity.py [--sizes-mib 1,32,256,1024] [--rounds 3] [--keep DIR]
+                                       [--wide-source 64:256]
 
 Builds W1-shaped workloads (Gather axis 0, float32 rows of 256, int64
 indices, as many indices as data rows) whose output is each given size,
@@ -11,7 +12,9 @@ effective GB/s (the harness's minimal bytes / median time), each as a ratio
 to the largest size's, in a Markdown table. Each cell is the best median of
 `--rounds` rounds, every round timing every size and mode once (as the peer
 harness keeps the best median of its rounds): this machine's speed drifts
-by 20% or more between minutes, as much as the band being checked. Then it
+by 20% or more between minutes, as much as the band being checked. Rows
+from `--wide-source OUT:SRC` gather an OUT MiB output from a larger
+source, and are compared with the largest of `--sizes-mib`. Then it
 measures the peak resident memory of `gsx gather` on the W1-sized case
 against its inputs and output.
 """
@@ -58,37 +61,44 @@ def main() -> None:
     ap.add_argument("--sizes-mib", default="1,32,256,1024")
     ap.add_argument("--rounds", type=int, default=3, help="rounds over every size and mode; each cell keeps its best median")
     ap.add_argument("--keep", help="write the inputs here and keep them")
+    ap.add_argument("--wide-source", action="append", default=[], metavar="OUT:SRC",
+                    help="also time an OUT MiB output gathered from a SRC MiB source (rows drawn "
+                         "uniformly), to tell the output's size from the source's; repeatable")
     args = ap.parse_args()
     sizes = [float(s) for s in args.sizes_mib.split(",")]
+    wide = [tuple(float(v) for v in pair.split(":")) for pair in args.wide_source]
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     bench, gsx = build(target)
     root = args.keep or tempfile.mkdtemp(prefix="gs_linearity_")
     rows_table = []
     try:
         workloads = []
-        for mib in sizes:
+        for mib, src_mib in [(m, m) for m in sizes] + wide:
             rows = int(mib * (1 << 20)) // (ROW * 4)
-            wl = Workload(f"W1_out_{mib:g}MiB", "Gather", 0, (rows, ROW), (rows,))
+            src_rows = int(src_mib * (1 << 20)) // (ROW * 4)
+            name = f"W1_out_{mib:g}MiB" + ("" if src_mib == mib else f"_src_{src_mib:g}MiB")
+            wl = Workload(name, "Gather", 0, (src_rows, ROW), (rows,))
             wdir = write_workload(root, wl)
             with open(os.path.join(wdir, "manifest.json")) as f:
                 min_bytes = json.load(f)["bytes_moved"]["min"]
-            workloads.append((mib, wdir, min_bytes, {}))
+            label = f"{mib:g} MiB" + ("" if src_mib == mib else f" (source {src_mib:g} MiB)")
+            workloads.append((label, wdir, min_bytes, {}))
         for _ in range(max(args.rounds, 1)):
-            for mib, wdir, min_bytes, cells in workloads:
+            for label, wdir, min_bytes, cells in workloads:
                 for threads in (1, 2):
                     for into in (False, True):
                         rate = min_bytes / median_seconds(bench, wdir, threads, into) / 1e9
                         cells[(threads, into)] = max(rate, cells.get((threads, into), 0.0))
-        for mib, wdir, min_bytes, cells in workloads:
-            rows_table.append((mib, min_bytes, cells))
+        for label, wdir, min_bytes, cells in workloads:
+            rows_table.append((label, min_bytes, cells))
             if not args.keep:
                 shutil.rmtree(wdir)
         print("| output | min bytes | " + " | ".join(
             f"{'into' if into else 'fresh'} {t}t GB/s (vs largest)" for t in (1, 2) for into in (False, True)) + " |")
         print("|---|---|" + "---|" * 4)
-        _, _, largest = rows_table[-1]
-        for mib, min_bytes, cells in rows_table:
-            print(f"| {mib:g} MiB | {min_bytes / 2**20:.2f} MiB | " + " | ".join(
+        _, _, largest = rows_table[len(sizes) - 1]
+        for label, min_bytes, cells in rows_table:
+            print(f"| {label} | {min_bytes / 2**20:.2f} MiB | " + " | ".join(
                 f"{cells[k]:.1f} ({cells[k] / largest[k]:.2f})" for k in sorted(cells)) + " |")
 
         # Peak memory of the CLI on the W1 shape (64 MiB data, 64 MiB output).
