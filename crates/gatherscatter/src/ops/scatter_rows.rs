@@ -570,6 +570,20 @@ mod tests {
         written.expect("a small vector of i64 can be made")
     }
 
+    /// [`scatter_by_columns`] with `AddOp` into a [`fresh_output`].
+    fn fresh_by_columns(
+        data: &[i64],
+        g: &Geometry<'_>,
+        idx: &[i64],
+        upd: &[i64],
+        tasks: usize,
+        packed_strips: bool,
+    ) -> Result<Vec<i64>, usize> {
+        fresh_output(data.len(), |out| {
+            scatter_by_columns::<i64, _, AddOp>(data, out, g, idx, upd, tasks, packed_strips)
+        })
+    }
+
     /// Each path of one task stores data into every slot of a fresh output
     /// before applying the updates: whole slabs (a scatter along the last
     /// axis and one along a middle axis), column pieces of every row with
@@ -609,17 +623,7 @@ mod tests {
             );
             if axis == 0 {
                 for packed_strips in [true, false] {
-                    let fresh = fresh_output(data.len(), |out| {
-                        scatter_by_columns::<i64, _, AddOp>(
-                            &data,
-                            out,
-                            &g,
-                            &idx,
-                            &upd,
-                            1,
-                            packed_strips,
-                        )
-                    });
+                    let fresh = fresh_by_columns(&data, &g, &idx, &upd, 1, packed_strips);
                     assert_eq!(fresh, Ok(expected.clone()), "packed strips {packed_strips}");
                 }
             }
@@ -702,17 +706,7 @@ mod tests {
                     out, expected,
                     "tasks {tasks}, packed strips {packed_strips}"
                 );
-                let fresh = fresh_output(data.len(), |out| {
-                    scatter_by_columns::<i64, _, AddOp>(
-                        &data,
-                        out,
-                        &g,
-                        &idx,
-                        &upd,
-                        tasks,
-                        packed_strips,
-                    )
-                });
+                let fresh = fresh_by_columns(&data, &g, &idx, &upd, tasks, packed_strips);
                 assert_eq!(
                     fresh,
                     Ok(expected.clone()),
