@@ -15,7 +15,6 @@ use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::uninit::{self, Slot};
 use crate::vector_gather;
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
@@ -815,23 +814,21 @@ fn gather_outer_by_columns<W: Clone + Send + Sync, O: Slot<W>>(
 ) -> std::result::Result<(), usize> {
     let row_len = geometry.row_len;
     let cuts: Vec<usize> = (0..=tasks).map(|t| t * row_len / tasks).collect();
-    parallel::column_pieces(out, row_len, &cuts)
-        .into_par_iter()
-        .enumerate()
-        .try_for_each(|(t, mut owned)| {
-            let (c0, c1) = (cuts[t], cuts[t + 1]);
-            let mut strip = Strip::new(geometry);
-            for t0 in (c0..c1).step_by(geometry.tile) {
-                let columns = t0..(t0 + geometry.tile).min(c1);
-                let (t0, t1) = (columns.start - c0, columns.end - c0);
-                let pieces = owned.iter_mut().map(|piece| &mut piece[t0..t1]);
-                let bases = RowBases::new(indices_shape, data_shape, rule.axis);
-                gather_tile(
-                    data, geometry, rule, bases, indices, columns, pieces, &mut strip,
-                )?;
-            }
-            Ok(())
-        })
+    let pieces = parallel::column_pieces(out, row_len, &cuts);
+    parallel::try_for_each_list(pieces, |t, mut owned: Vec<&mut [O]>| {
+        let (c0, c1) = (cuts[t], cuts[t + 1]);
+        let mut strip = Strip::new(geometry);
+        for t0 in (c0..c1).step_by(geometry.tile) {
+            let columns = t0..(t0 + geometry.tile).min(c1);
+            let (t0, t1) = (columns.start - c0, columns.end - c0);
+            let pieces = owned.iter_mut().map(|piece| &mut piece[t0..t1]);
+            let bases = RowBases::new(indices_shape, data_shape, rule.axis);
+            gather_tile(
+                data, geometry, rule, bases, indices, columns, pieces, &mut strip,
+            )?;
+        }
+        Ok(())
+    })
 }
 
 /// The fresh-output path writes memory that was never initialised, so each

@@ -85,6 +85,35 @@ fn try_for_each_chunk_of<W: Send, E: Send>(
     }
 }
 
+/// Run `f(task, list)` on each of `lists` (say, the piece lists of
+/// [`column_pieces`]): inline if there is at most one, else on the pool.
+/// Stops early and returns one of the errors, as [`try_for_each_chunk`].
+pub(crate) fn try_for_each_list<P: Send, E: Send>(
+    lists: Vec<P>,
+    f: impl Fn(usize, P) -> Result<(), E> + Sync + Send,
+) -> Result<(), E> {
+    try_for_each_list_of(lists, &f)
+}
+
+/// [`try_for_each_list`] behind a `dyn` task, for the reason given at
+/// [`try_for_each_chunk_of`].
+fn try_for_each_list_of<P: Send, E: Send>(
+    lists: Vec<P>,
+    f: &(dyn Fn(usize, P) -> Result<(), E> + Sync),
+) -> Result<(), E> {
+    if lists.len() <= 1 {
+        // Small calls never ask rayon anything.
+        return lists
+            .into_iter()
+            .enumerate()
+            .try_for_each(|(t, list)| f(t, list));
+    }
+    lists
+        .into_par_iter()
+        .enumerate()
+        .try_for_each(|(t, list)| f(t, list))
+}
+
 /// Cut every row (`row_len` elements) of `out` at `cuts` (from 0 to
 /// `row_len`, ascending): piece list `t` holds columns `cuts[t]..cuts[t + 1]`
 /// of each row, so tasks that own column ranges get disjoint `&mut` pieces.

@@ -7,8 +7,6 @@
 //! order as a serial loop: results are bit-identical for any thread count
 //! (SPEC §2.6–2.7).
 
-use rayon::prelude::*;
-
 use crate::index::AxisRule;
 use crate::ops::parallel;
 use crate::reduction::Combine;
@@ -287,18 +285,13 @@ fn scatter_by_columns<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
         .map(|t| t * last / tasks.max(1))
         .collect();
     let pieces = parallel::column_pieces(out, last, &cuts);
-    let columns = |(t, owned): (usize, Vec<&mut [O]>)| {
+    parallel::try_for_each_list(pieces, |t, owned: Vec<&mut [O]>| {
         let task = ColumnTask {
             columns: cuts[t]..cuts[t + 1],
             owned,
         };
         task.apply::<W, C>(data, g, indices, updates, packed_strips)
-    };
-    if tasks <= 1 {
-        // Small calls never ask rayon anything.
-        return pieces.into_iter().enumerate().try_for_each(columns);
-    }
-    pieces.into_par_iter().enumerate().try_for_each(columns)
+    })
 }
 
 /// The columns one task owns, as its piece of every output row (slots of
