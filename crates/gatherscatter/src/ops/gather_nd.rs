@@ -287,14 +287,15 @@ fn execute<T: Element>(
 
 /// Write the gathered slices into `out` (the output's length).
 fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, out: &mut [T]) {
-    // A plan always has an offset per block; were it short, the blocks
-    // without one would keep their values.
-    let _ = copy_slices(
+    // A plan always has an offset per block (the fresh path falls back
+    // here on `Incomplete`, so this check covers it too).
+    let copied = copy_slices(
         T::as_words(data.data()),
         offsets,
         plan,
         T::as_words_mut(out),
     );
+    debug_assert!(copied.is_ok(), "GatherND plan without an offset per block");
 }
 
 /// [`copy_slices`] was given an output that is not whole blocks, or fewer
