@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! gsx-bench --workload-dir DIR --threads T --warmup W --reps R --min-sample-s S --out OUT.npy [--into]
+//!           [--cold-cache-mib N]
 //! ```
 //!
 //! It reads `DIR/manifest.json` and the `.npy` inputs into memory, writes the
@@ -12,7 +13,9 @@
 //! line: one per-call time per sample, a sample batching `k` calls when one
 //! call is shorter than `S` seconds. Each call returns a fresh output unless
 //! `--into` is given, which writes every call into one caller-owned buffer
-//! (like onnxruntime's IOBinding or torch's `out=`). Exit code 3: the
+//! (like onnxruntime's IOBinding or torch's `out=`). `--cold-cache-mib N`
+//! reads N MiB of another buffer before each call, untimed, and times one
+//! call per sample, so no call finds its bytes cached. Exit code 3: the
 //! workload is not one this program knows.
 //!
 //! Unless `--system-malloc` is given, the program re-executes itself with
@@ -61,6 +64,12 @@ struct Args {
     /// Write every call into one preallocated output instead of a fresh one.
     #[arg(long)]
     into: bool,
+    /// Before every timed call, read a buffer of this many MiB (not timed),
+    /// so each call starts with its inputs and output out of the caches;
+    /// every sample is then one call. 0 (the default, as in the peer
+    /// harness) times back-to-back calls.
+    #[arg(long, default_value_t = 0)]
+    cold_cache_mib: usize,
     /// Keep glibc's default allocator settings (4 KiB pages, large blocks
     /// mapped and unmapped per call).
     #[arg(long)]
@@ -173,7 +182,41 @@ fn run(args: &Args) -> Result<Result<String, Unsupported>, CliError> {
         .map(Ok)
 }
 
+/// Lines read between timed calls to push the previous call's bytes out of
+/// the caches.
+struct CacheSweep {
+    lines: Vec<u8>,
+}
+
+impl CacheSweep {
+    fn new(mib: usize) -> Result<Self, CliError> {
+        let too_large =
+            || CliError::usage(format!("--cold-cache-mib {mib}: cannot allocate that much"));
+        let bytes = mib.checked_mul(1 << 20).ok_or_else(too_large)?;
+        let mut lines = Vec::new();
+        lines.try_reserve_exact(bytes).map_err(|_| too_large())?;
+        // Non-zero bytes: a zeroed allocation could map every page to the
+        // kernel's one zero page, which would not evict anything.
+        lines.resize(bytes, 1);
+        Ok(CacheSweep { lines })
+    }
+
+    fn is_on(&self) -> bool {
+        !self.lines.is_empty()
+    }
+
+    fn run(&self) {
+        let sum = self
+            .lines
+            .iter()
+            .step_by(64)
+            .fold(0u8, |acc, &b| acc.wrapping_add(b));
+        std::hint::black_box(sum);
+    }
+}
+
 fn time_calls(args: &Args, workload: &Workload, inputs: &Inputs) -> Result<String, CliError> {
+    let sweep = CacheSweep::new(args.cold_cache_mib)?;
     let mut buffer = workload.fresh(inputs)?;
     files::save(&args.out, &buffer, "output", &[])?;
     let mut call = || -> Result<Option<Tensor>, CliError> {
@@ -186,18 +229,20 @@ fn time_calls(args: &Args, workload: &Workload, inputs: &Inputs) -> Result<Strin
     };
     let mut single = 0.0;
     for _ in 0..args.warmup.max(1) {
+        sweep.run();
         let start = Instant::now();
         let out = call()?;
         single = start.elapsed().as_secs_f64();
         drop(out);
     }
-    let inner = if single >= args.min_sample_s {
+    let inner = if single >= args.min_sample_s || sweep.is_on() {
         1
     } else {
         (args.min_sample_s / single.max(1e-9)).ceil() as usize
     };
     let mut times = Vec::with_capacity(args.reps);
     for _ in 0..args.reps {
+        sweep.run();
         let start = Instant::now();
         let mut last = None;
         for _ in 0..inner {
@@ -215,8 +260,12 @@ fn time_calls(args: &Args, workload: &Workload, inputs: &Inputs) -> Result<Strin
         (true, true) => "into, system malloc",
         (false, true) => "fresh, system malloc",
     };
+    let cold = match args.cold_cache_mib {
+        0 => String::new(),
+        mib => format!(", {mib} MiB read before each call"),
+    };
     Ok(format!(
-        "{{\"times_s\": [{}], \"inner\": {inner}, \"version\": \"gatherscatter {} ({mode})\"}}",
+        "{{\"times_s\": [{}], \"inner\": {inner}, \"version\": \"gatherscatter {} ({mode}{cold})\"}}",
         list.join(", "),
         env!("CARGO_PKG_VERSION")
     ))
