@@ -2,7 +2,7 @@
 """Does Gather's cost grow linearly with the bytes it moves?
 
     python3 scripts/bench_linearity.py [--sizes-mib 1,32,256,1024] [--rounds 3] [--keep DIR]
-                                       [--wide-source 64:256]
+                                       [--wide-source 64:256] [--cold-cache-mib 96]
 
 Builds W1-shaped workloads (Gather axis 0, float32 rows of 256, int64
 indices, as many indices as data rows) whose output is each given size,
@@ -14,7 +14,12 @@ to the largest size's, in a Markdown table. Each cell is the best median of
 harness keeps the best median of its rounds): this machine's speed drifts
 by 20% or more between minutes, as much as the band being checked. Rows
 from `--wide-source OUT:SRC` gather an OUT MiB output from a larger
-source, and are compared with the largest of `--sizes-mib`. Then it
+source, and are compared with the largest of `--sizes-mib`. With
+`--cold-cache-mib N`, gsx-bench reads N MiB of another buffer before each
+timed call, so no call finds its source or output in the caches (take N
+above the last-level cache; 3x it is safe); without it calls run back to
+back, as in the peer harness, and a source not much larger than the cache
+is partly served from it. Then it
 measures the peak resident memory of `gsx gather` on the W1-sized case
 against its inputs and output.
 """
@@ -44,9 +49,10 @@ def build(cargo_target: str) -> tuple[str, str]:
     return (os.path.join(cargo_target, "release", "gsx-bench"), os.path.join(cargo_target, "release", "gsx"))
 
 
-def median_seconds(bench: str, wdir: str, threads: int, into: bool) -> float:
+def median_seconds(bench: str, wdir: str, threads: int, into: bool, cold_mib: int) -> float:
     cmd = [bench, "--workload-dir", wdir, "--threads", str(threads), "--reps", "9",
-           "--out", os.path.join(wdir, "out.npy")] + (["--into"] if into else [])
+           "--cold-cache-mib", str(cold_mib), "--out", os.path.join(wdir, "out.npy")]
+    cmd += ["--into"] if into else []
     last = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     return statistics.median(json.loads(last)["times_s"])
 
@@ -64,6 +70,9 @@ def main() -> None:
     ap.add_argument("--wide-source", action="append", default=[], metavar="OUT:SRC",
                     help="also time an OUT MiB output gathered from a SRC MiB source (rows drawn "
                          "uniformly), to tell the output's size from the source's; repeatable")
+    ap.add_argument("--cold-cache-mib", type=int, default=0, metavar="N",
+                    help="read N MiB of another buffer before each timed call (untimed), so every "
+                         "call starts with cold caches; 0 (default) times calls back to back")
     args = ap.parse_args()
     sizes = [float(s) for s in args.sizes_mib.split(",")]
     wide = [tuple(float(v) for v in pair.split(":")) for pair in args.wide_source]
@@ -87,12 +96,14 @@ def main() -> None:
             for label, wdir, min_bytes, cells in workloads:
                 for threads in (1, 2):
                     for into in (False, True):
-                        rate = min_bytes / median_seconds(bench, wdir, threads, into) / 1e9
+                        rate = min_bytes / median_seconds(bench, wdir, threads, into, args.cold_cache_mib) / 1e9
                         cells[(threads, into)] = max(rate, cells.get((threads, into), 0.0))
         for label, wdir, min_bytes, cells in workloads:
             rows_table.append((label, min_bytes, cells))
             if not args.keep:
                 shutil.rmtree(wdir)
+        if args.cold_cache_mib:
+            print(f"Caches cold: {args.cold_cache_mib} MiB read before each timed call.\n")
         print("| output | min bytes | " + " | ".join(
             f"{'into' if into else 'fresh'} {t}t GB/s (vs largest)" for t in (1, 2) for into in (False, True)) + " |")
         print("|---|---|" + "---|" * 4)
