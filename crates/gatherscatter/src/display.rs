@@ -1,4 +1,5 @@
-//! numpy-style printing: nested brackets, long dimensions elided.
+//! numpy-style printing: nested brackets, long dimensions elided; shapes in
+//! messages, long ranks elided.
 
 use std::fmt::{self, Display, Formatter};
 
@@ -52,9 +53,74 @@ fn write_nested<T: Display>(
     f.write_str("]")
 }
 
+/// A shape (or a position) as messages print it: `[2, 3, 4]`, with the
+/// middle elided past [`Dims::MAX_SHOWN`] dims so that a hostile rank cannot
+/// make an error message megabytes long:
+/// `[1, 1, 1, 1, 1, 1, 1, 1, ..., 1, 1, 1, 1, 1, 1, 1, 1] (2000000 dims)`.
+///
+/// ```
+/// use gatherscatter::Dims;
+///
+/// assert_eq!(Dims(&[2, 3]).to_string(), "[2, 3]");
+/// assert_eq!(Dims(&[]).to_string(), "[]");
+/// let long = vec![1usize; 100];
+/// assert!(Dims(&long).to_string().ends_with(", 1] (100 dims)"));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Dims<'a>(pub &'a [usize]);
+
+impl Dims<'_> {
+    /// Ranks up to this are printed whole; longer ones keep half of it at
+    /// each end.
+    pub const MAX_SHOWN: usize = 16;
+}
+
+impl Display for Dims<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let dims = self.0;
+        let elide = dims.len() > Self::MAX_SHOWN;
+        let edge = Self::MAX_SHOWN / 2;
+        f.write_str("[")?;
+        for (i, d) in dims.iter().enumerate() {
+            if elide && (edge..dims.len() - edge).contains(&i) {
+                if i == edge {
+                    f.write_str(", ...")?;
+                }
+                continue;
+            }
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")?;
+        if elide {
+            write!(f, " ({} dims)", dims.len())?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::Dims;
     use crate::{Tensor, TypedTensor};
+
+    #[test]
+    fn dims_print_whole_up_to_sixteen_and_elide_the_middle_beyond() {
+        let sixteen: Vec<usize> = (0..16).collect();
+        assert_eq!(
+            Dims(&sixteen).to_string(),
+            format!("{sixteen:?}"),
+            "sixteen dims print as Debug does"
+        );
+        let many: Vec<usize> = (0..2_000_000).collect();
+        assert_eq!(
+            Dims(&many).to_string(),
+            "[0, 1, 2, 3, 4, 5, 6, 7, ..., 1999992, 1999993, 1999994, 1999995, 1999996, \
+             1999997, 1999998, 1999999] (2000000 dims)"
+        );
+    }
 
     #[test]
     fn prints_nested_brackets() {

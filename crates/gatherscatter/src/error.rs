@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::display::Dims;
 use crate::dtype::DType;
 
 /// Result alias used throughout the crate.
@@ -98,7 +99,7 @@ pub enum Error {
         message: String,
     },
     /// The buffer handed in does not hold the number of elements the shape claims.
-    #[error("{what} has {actual} elements, but its shape {shape:?} needs {expected}")]
+    #[error("{what} has {actual} elements, but its shape {} needs {expected}", Dims(.shape))]
     DataLength {
         /// Which tensor.
         what: &'static str,
@@ -110,7 +111,7 @@ pub enum Error {
         actual: usize,
     },
     /// An element count or byte count that does not fit in `usize`.
-    #[error("the element count of {what} with shape {shape:?} overflows usize")]
+    #[error("the element count of {what} with shape {} overflows usize", Dims(.shape))]
     SizeOverflow {
         /// Which tensor.
         what: &'static str,
@@ -151,8 +152,11 @@ pub enum ErrorKind {
     BadAttribute,
     /// [`Error::BadReduction`].
     BadReduction,
-    /// [`Error::SizeOverflow`] and [`Error::Allocation`].
+    /// [`Error::SizeOverflow`].
     SizeOverflow,
+    /// [`Error::Allocation`]: the memory for the output or a working
+    /// buffer could not be had.
+    OutOfMemory,
     /// [`Error::Unsupported`].
     Unsupported,
 }
@@ -169,6 +173,7 @@ impl ErrorKind {
             ErrorKind::BadAttribute => "bad_attribute",
             ErrorKind::BadReduction => "bad_reduction",
             ErrorKind::SizeOverflow => "size_overflow",
+            ErrorKind::OutOfMemory => "out_of_memory",
             ErrorKind::Unsupported => "unsupported",
         }
     }
@@ -193,7 +198,8 @@ impl Error {
             Error::BadDType { .. } => ErrorKind::BadDType,
             Error::BadAttribute { .. } => ErrorKind::BadAttribute,
             Error::BadReduction { .. } => ErrorKind::BadReduction,
-            Error::SizeOverflow { .. } | Error::Allocation { .. } => ErrorKind::SizeOverflow,
+            Error::SizeOverflow { .. } => ErrorKind::SizeOverflow,
+            Error::Allocation { .. } => ErrorKind::OutOfMemory,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
         }
     }
@@ -265,10 +271,10 @@ fn describe_write_index(
     }
 }
 
-/// `[1, 2]` for a position, `[]` for the single element of a scalar.
+/// `[1, 2]` for a position, `[]` for the single element of a scalar; a
+/// position of very high rank is elided as [`Dims`] elides shapes.
 pub(crate) fn format_position(position: &[usize]) -> String {
-    let parts: Vec<String> = position.iter().map(|p| p.to_string()).collect();
-    format!("[{}]", parts.join(", "))
+    Dims(position).to_string()
 }
 
 fn list_dtypes(dtypes: &[DType]) -> String {

@@ -99,6 +99,7 @@ pub mod tensor_view;
 mod uninit;
 mod vector_gather;
 
+pub use display::Dims;
 pub use dtype::{DType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElement;
@@ -110,6 +111,7 @@ pub use ops::scatter_nd::{scatter_nd, ScatterND};
 pub use ops::tensor_scatter::{ScatterMode, TensorScatter};
 pub use profile::{FeatureLevel, Profile};
 pub use reduction::Reduction;
+pub use shape::element_count;
 pub use tensor::{Tensor, TypedTensor, TypedView};
 pub use tensor_view::TensorView;
 

@@ -4,17 +4,35 @@
 use crate::error::{Error, Result};
 
 /// Product of the dimensions, or an error naming the shape when it overflows.
-pub(crate) fn element_count(what: &'static str, shape: &[usize]) -> Result<usize> {
+pub(crate) fn checked_element_count(what: &'static str, shape: &[usize]) -> Result<usize> {
     checked_product(shape).ok_or_else(|| Error::SizeOverflow {
         what,
         shape: shape.to_vec(),
     })
 }
 
-/// Product of the dimensions, `None` on overflow.
+/// The number of elements of a tensor of this shape, `None` when it does
+/// not fit in `usize`.
 ///
-/// A zero anywhere makes the product zero even if the other factors overflow:
-/// such a shape describes an empty tensor, which is valid.
+/// A zero anywhere makes the count zero even if the other factors overflow:
+/// such a shape describes an empty tensor, which is valid everywhere (SPEC
+/// §2.10), whatever its other dims. The file readers of `gsx` and
+/// `gatherscatter-onnx` (`.npy`, `TensorProto`) apply this same rule.
+///
+/// ```
+/// use gatherscatter::element_count;
+///
+/// assert_eq!(element_count(&[2, 3, 4]), Some(24));
+/// assert_eq!(element_count(&[]), Some(1));
+/// assert_eq!(element_count(&[1 << 32, 1 << 32, 0]), Some(0));
+/// assert_eq!(element_count(&[0, usize::MAX, usize::MAX]), Some(0));
+/// assert_eq!(element_count(&[1 << 32, 1 << 32]), None);
+/// ```
+pub fn element_count(dims: &[usize]) -> Option<usize> {
+    checked_product(dims)
+}
+
+/// Product of the dimensions, `None` on overflow; see [`element_count`].
 pub(crate) fn checked_product(dims: &[usize]) -> Option<usize> {
     checked_product_of_parts(&[dims])
 }

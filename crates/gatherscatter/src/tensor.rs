@@ -8,7 +8,7 @@ use num_complex::{Complex32, Complex64};
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::shape::element_count;
+use crate::shape::checked_element_count;
 
 /// An owned tensor of a known element type: shape plus row-major data.
 ///
@@ -168,7 +168,7 @@ fn wrong_dtype<T: Element>(actual: DType) -> Error {
 }
 
 fn check_length(what: &'static str, shape: &[usize], len: usize) -> Result<()> {
-    let expected = element_count(what, shape)?;
+    let expected = checked_element_count(what, shape)?;
     if expected != len {
         return Err(Error::DataLength {
             what,

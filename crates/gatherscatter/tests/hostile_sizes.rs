@@ -10,7 +10,8 @@ fn an_output_too_large_to_allocate_is_an_error() {
     let data = Tensor::new(vec![1, n], vec![7u8; n]).unwrap();
     let indices = Tensor::new(vec![n], vec![0u8; n]).unwrap();
     let err = Gather::new(0).run(&data, &indices).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::SizeOverflow);
+    assert_eq!(err.kind(), ErrorKind::OutOfMemory);
+    assert_eq!(err.kind().as_str(), "out_of_memory");
     assert_eq!(
         err.to_string(),
         format!("cannot allocate {} elements of uint8 for the output", n * n)
@@ -18,7 +19,7 @@ fn an_output_too_large_to_allocate_is_an_error() {
     // GatherND: each of n tuples picks a whole row of n elements.
     let tuples = Tensor::new(vec![n, 1], vec![0u8; n]).unwrap();
     let err = GatherND::new().run(&data, &tuples).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::SizeOverflow);
+    assert_eq!(err.kind(), ErrorKind::OutOfMemory);
 }
 
 #[test]

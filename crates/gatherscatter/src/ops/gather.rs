@@ -6,6 +6,7 @@
 
 use std::mem::MaybeUninit;
 
+use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
@@ -223,9 +224,9 @@ impl Gather {
                 .find(|&d| data_shape[d] != indices_shape[d])
                 .unwrap_or(0);
             return Err(Error::shape(format!(
-                "batch dimension {d} differs: data has {} (shape {data_shape:?}), indices have {} (shape {indices_shape:?})",
-                data_shape[d], indices_shape[d]
-            )));
+                "batch dimension {d} differs: data has {} (shape {data_shape_dims}), indices have {} (shape {indices_shape_dims})",
+                data_shape[d], indices_shape[d], data_shape_dims = Dims(data_shape), indices_shape_dims = Dims(indices_shape)
+)));
         }
 
         let output_parts = [

@@ -3,13 +3,16 @@
 //!
 //! `out[p] = data[p with p[axis] := idx(indices[p])]`, output shape = indices shape.
 
+use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
 use crate::ops::parallel;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
-use crate::shape::{element_count, normalize_axis, require_rank_at_least_1, strides, RowBases};
+use crate::shape::{
+    checked_element_count, normalize_axis, require_rank_at_least_1, strides, RowBases,
+};
 use crate::stream::{prefetch_items, prefetch_items_to_l2, store_fence, STREAMING_MIN_BYTES};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
@@ -161,7 +164,7 @@ impl GatherElements {
             ));
         }
         check_indices_shape(data_shape, indices_shape, axis, rules.off_axis_equal)?;
-        let output_len = element_count("GatherElements output", indices_shape)?;
+        let output_len = checked_element_count("GatherElements output", indices_shape)?;
         Ok(ElementsPlan {
             axis,
             output_len,
@@ -341,13 +344,13 @@ pub(crate) fn check_indices_shape(
         }
         if off_axis_equal && i != s {
             return Err(Error::shape(format!(
-                "indices dimension {d} is {i}, but the active profile requires it to equal data's {s} off the axis {axis} (indices shape {indices_shape:?}, data shape {data_shape:?})"
-            )));
+                "indices dimension {d} is {i}, but the active profile requires it to equal data's {s} off the axis {axis} (indices shape {indices_shape_dims}, data shape {data_shape_dims})", indices_shape_dims = Dims(indices_shape), data_shape_dims = Dims(data_shape)
+)));
         }
         if i > s {
             return Err(Error::shape(format!(
-                "indices dimension {d} is {i}, larger than data's {s}; only the axis {axis} may be larger (indices shape {indices_shape:?}, data shape {data_shape:?})"
-            )));
+                "indices dimension {d} is {i}, larger than data's {s}; only the axis {axis} may be larger (indices shape {indices_shape_dims}, data shape {data_shape_dims})", indices_shape_dims = Dims(indices_shape), data_shape_dims = Dims(data_shape)
+)));
         }
     }
     Ok(())

@@ -5,6 +5,7 @@
 
 use std::mem::MaybeUninit;
 
+use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
@@ -257,9 +258,9 @@ pub(crate) fn check_batch_dims(
     match (0..b).find(|&d| data_shape[d] != indices_shape[d]) {
         None => Ok(()),
         Some(d) => Err(Error::shape(format!(
-            "batch dimension {d} differs: data has {} (shape {data_shape:?}), indices have {} (shape {indices_shape:?})",
-            data_shape[d], indices_shape[d]
-        ))),
+            "batch dimension {d} differs: data has {} (shape {data_shape_dims}), indices have {} (shape {indices_shape_dims})",
+            data_shape[d], indices_shape[d], data_shape_dims = Dims(data_shape), indices_shape_dims = Dims(indices_shape)
+))),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod scatter_nd;
 mod scatter_rows;
 pub mod tensor_scatter;
 
+use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::uninit::Slot;
@@ -85,7 +86,9 @@ pub(crate) fn check_output_shape(op: &str, given: &[usize], expected: &[usize]) 
         return Ok(());
     }
     Err(Error::shape(format!(
-        "the output buffer has shape {given:?}, but {op} produces shape {expected:?}"
+        "the output buffer has shape {given_dims}, but {op} produces shape {expected_dims}",
+        given_dims = Dims(given),
+        expected_dims = Dims(expected)
     )))
 }
 

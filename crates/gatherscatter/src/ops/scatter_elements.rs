@@ -6,6 +6,7 @@
 
 use std::mem::MaybeUninit;
 
+use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
@@ -317,8 +318,8 @@ impl ScatterElements {
         check_indices_shape(data_shape, indices_shape, axis, false)?;
         if updates_shape != indices_shape {
             return Err(Error::shape(format!(
-                "updates shape {updates_shape:?} differs from indices shape {indices_shape:?}; they must be equal"
-            )));
+                "updates shape {updates_shape_dims} differs from indices shape {indices_shape_dims}; they must be equal", updates_shape_dims = Dims(updates_shape), indices_shape_dims = Dims(indices_shape)
+)));
         }
         Ok(ScatterPlan {
             rule: AxisRule {

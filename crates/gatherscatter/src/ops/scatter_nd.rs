@@ -8,6 +8,7 @@ use std::convert::Infallible;
 use std::mem::MaybeUninit;
 
 use super::parallel;
+use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
@@ -211,8 +212,8 @@ impl ScatterND {
             .collect();
         if updates_shape != expected {
             return Err(Error::shape(format!(
-                "updates shape {updates_shape:?} must be indices.shape[:-1] + data.shape[{k}:] = {expected:?}"
-            )));
+                "updates shape {updates_shape_dims} must be indices.shape[:-1] + data.shape[{k}:] = {expected_dims}", updates_shape_dims = Dims(updates_shape), expected_dims = Dims(&expected)
+)));
         }
         Ok(NdPlan {
             rule: TupleRule {

@@ -11,6 +11,7 @@ use std::mem::MaybeUninit;
 use std::str::FromStr;
 
 use super::parallel;
+use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::IndexElement;
@@ -357,8 +358,8 @@ impl TensorScatter {
             if (d != axis && u != p) || (d == axis && u > p) {
                 let rule = if d == axis { "be at most" } else { "equal" };
                 return Err(Error::shape(format!(
-                    "update dimension {d} is {u}, but it must {rule} past_cache's {p} (update shape {update_shape:?}, past_cache shape {past_shape:?}, axis {axis})"
-                )));
+                    "update dimension {d} is {u}, but it must {rule} past_cache's {p} (update shape {update_shape_dims}, past_cache shape {past_shape_dims}, axis {axis})", update_shape_dims = Dims(update_shape), past_shape_dims = Dims(past_shape)
+)));
             }
         }
         let batch = past_shape[0];
@@ -371,8 +372,8 @@ impl TensorScatter {
             }
             if shape != [batch] {
                 return Err(Error::shape(format!(
-                    "write_indices has shape {shape:?}, but it must be [{batch}] (the batch size of past_cache)"
-                )));
+                    "write_indices has shape {shape_dims}, but it must be [{batch}] (the batch size of past_cache)", shape_dims = Dims(shape)
+)));
             }
         }
         let total = checked_product(past_shape).unwrap_or(0);
