@@ -87,10 +87,7 @@ pub fn discover(root: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| OnnxError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    crate::file::read_file(path, u64::MAX)
 }
 
 impl DataSet {
@@ -114,7 +111,13 @@ impl DataSet {
             }
         }
         let order = |mut files: Vec<(usize, CaseFile)>, prefix: &str| -> Result<Vec<CaseFile>> {
-            files.sort_by_key(|(k, _)| *k);
+            files.sort_by(|(a, fa), (b, fb)| (a, &fa.name).cmp(&(b, &fb.name)));
+            if let Some(pair) = files.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Err(OnnxError::Malformed(format!(
+                    "{name}: {} and {} both give {prefix}{}",
+                    pair[0].1.name, pair[1].1.name, pair[0].0
+                )));
+            }
             if let Some(gap) = files.iter().enumerate().position(|(i, (k, _))| i != *k) {
                 return Err(OnnxError::Malformed(format!(
                     "{name}: {prefix}{gap}.pb is missing"

@@ -50,8 +50,18 @@ pub enum OnnxError {
         /// What disagrees, naming the input.
         message: String,
     },
+    /// A file larger than the caller's bound, or too large to hold in memory.
+    #[error("{}: {bytes} bytes do not fit the memory budget of {limit} bytes", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        bytes: u64,
+        /// The bound it exceeds.
+        limit: u64,
+    },
     /// A file is longer or shorter than its header claims, or its header is
-    /// not what the format allows.
+    /// not what the format allows, or it is not a regular file.
     #[error("{}: {message}", path.display())]
     BadFile {
         /// The file.
@@ -63,12 +73,14 @@ pub enum OnnxError {
 
 impl OnnxError {
     /// A short machine-readable name: the library's [`ErrorKind`] name for op
-    /// and input errors, else `io`, `bad_model`, `bad_file` or `unsupported`.
+    /// and input errors, else `io`, `bad_model`, `bad_file`, `out_of_memory`
+    /// or `unsupported`.
     pub fn kind_name(&self) -> &'static str {
         match self {
             OnnxError::Io { .. } => "io",
             OnnxError::Decode { .. } | OnnxError::Malformed(_) => "bad_model",
             OnnxError::BadFile { .. } => "bad_file",
+            OnnxError::TooLarge { .. } => "out_of_memory",
             OnnxError::Unsupported(_) => "unsupported",
             OnnxError::Op { source, .. } => source.kind().as_str(),
             OnnxError::Input { kind, .. } => kind.as_str(),
@@ -81,13 +93,19 @@ impl OnnxError {
         self.kind_name() == "unsupported"
     }
 
-    /// Attach a file name to a decode or malformed-data error.
+    /// Attach a file name to an error about the file's content: a decode
+    /// or malformed-data error becomes [`OnnxError::BadFile`], and an
+    /// unsupported feature of the file names the file too.
     pub fn in_file(self, path: impl Into<PathBuf>) -> OnnxError {
+        let path = path.into();
         match self {
             OnnxError::Decode { .. } | OnnxError::Malformed(_) => OnnxError::BadFile {
-                path: path.into(),
+                path,
                 message: self.to_string(),
             },
+            OnnxError::Unsupported(message) => {
+                OnnxError::Unsupported(format!("{}: {message}", path.display()))
+            }
             other => other,
         }
     }

@@ -12,6 +12,7 @@
 pub mod builder;
 pub mod conformance;
 pub mod error;
+pub mod file;
 pub mod model;
 mod node;
 pub mod tensor_proto;
@@ -26,5 +27,6 @@ pub use error::{OnnxError, Result};
 pub use model::{Model, ValueSpec};
 pub use node::{DEFAULT_DIRECTML_FEATURE_LEVEL, DIRECTML_DOMAIN, MINDSPORE_DOMAIN, SUPPORTED_OPS};
 pub use tensor_proto::{
-    decode_tensor, encode_tensor, read_tensor_file, tensor_from_proto, tensor_to_proto, Encoding,
+    decode_tensor, encode_tensor, read_tensor_file, read_tensor_file_limited, tensor_from_proto,
+    tensor_to_proto, Encoding,
 };

@@ -47,12 +47,15 @@ pub struct Model {
 }
 
 impl Model {
-    /// Read and prepare a `.onnx` file. Errors name the file.
+    /// Read and prepare a `.onnx` file. Errors name the file; only a
+    /// regular file is read (see [`crate::file::read_file`]).
     pub fn load(path: &Path) -> Result<Model> {
-        let bytes = std::fs::read(path).map_err(|source| OnnxError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        Model::load_limited(path, u64::MAX)
+    }
+
+    /// [`Model::load`] of a file of at most `max_bytes` bytes.
+    pub fn load_limited(path: &Path, max_bytes: u64) -> Result<Model> {
+        let bytes = crate::file::read_file(path, max_bytes)?;
         Model::from_bytes(&bytes).map_err(|e| e.in_file(path))
     }
 
@@ -232,8 +235,24 @@ impl Model {
         for (name, tensor) in &self.initializers {
             views.entry(name.as_str()).or_insert_with(|| tensor.into());
         }
+        // A value no later node reads and no graph output names is dropped
+        // as soon as its last reader has run, so a chain of nodes holds
+        // at most the tensors still needed, not every intermediate.
+        let mut last_reader: HashMap<&str, usize> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            for name in node.inputs.iter().flatten() {
+                last_reader.insert(name.as_str(), i);
+            }
+        }
+        let mut dead_after: Vec<Vec<&str>> = vec![Vec::new(); self.nodes.len()];
+        let is_output: HashSet<&str> = self.outputs.iter().map(|o| o.name.as_str()).collect();
+        for (&name, &i) in &last_reader {
+            if !is_output.contains(name) {
+                dead_after[i].push(name);
+            }
+        }
         let mut computed: HashMap<&str, Tensor> = HashMap::new();
-        for node in &self.nodes {
+        for (i, node) in self.nodes.iter().enumerate() {
             let args: Vec<Option<TensorView<'_>>> = node
                 .inputs
                 .iter()
@@ -247,16 +266,34 @@ impl Model {
                 })
                 .collect();
             let out = node.run(&args)?;
-            computed.insert(node.output.as_str(), out);
+            drop(args);
+            for name in &dead_after[i] {
+                computed.remove(name);
+            }
+            // An output nobody reads and no graph output names is dropped
+            // at once.
+            let output = node.output.as_str();
+            if last_reader.contains_key(output) || is_output.contains(output) {
+                computed.insert(output, out);
+            }
         }
-        Ok(self
-            .outputs
-            .iter()
-            .map(|o| match computed.get(o.name.as_str()) {
-                Some(t) => t.clone(),
-                None => views[o.name.as_str()].to_owned(),
-            })
-            .collect())
+        // Each computed output is moved out at its last mention in the
+        // output list (a name may be listed twice), copied before that.
+        let mut outputs = Vec::with_capacity(self.outputs.len());
+        for (k, o) in self.outputs.iter().enumerate() {
+            let name = o.name.as_str();
+            let listed_again = self.outputs[k + 1..].iter().any(|later| later.name == name);
+            let tensor = if listed_again {
+                computed.get(name).cloned()
+            } else {
+                computed.remove(name)
+            };
+            outputs.push(match tensor {
+                Some(t) => t,
+                None => views[name].to_owned(),
+            });
+        }
+        Ok(outputs)
     }
 }
 

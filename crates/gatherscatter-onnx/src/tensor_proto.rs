@@ -42,7 +42,17 @@ pub fn onnx_type_name(id: i32) -> String {
 
 /// The dtype of a `TensorProto.DataType` number, or an `unsupported` error
 /// naming it.
+///
+/// `UNDEFINED` (0, also what a message without the field decodes to) and
+/// numbers that name no ONNX type are malformed, not unsupported: a file
+/// with them is not a tensor, whatever else it holds.
 pub fn dtype_from_onnx(id: i32) -> Result<DType> {
+    if id == DataType::Undefined as i32 || DataType::try_from(id).is_err() {
+        return Err(OnnxError::Malformed(format!(
+            "data_type is {}, which names no tensor element type (is this a TensorProto?)",
+            onnx_type_name(id)
+        )));
+    }
     DType::from_onnx_id(id).ok_or_else(|| {
         OnnxError::Unsupported(format!(
             "ONNX element type {} is not supported (supported: {})",
@@ -75,14 +85,11 @@ pub fn tensor_from_proto(proto: &TensorProto) -> Result<Tensor> {
             })
         })
         .collect::<Result<Vec<usize>>>()?;
-    let count = shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| {
-            OnnxError::Malformed(format!(
-                "tensor {name:?}: the element count of dims {shape:?} overflows"
-            ))
-        })?;
+    let count = gatherscatter::element_count(&shape).ok_or_else(|| {
+        OnnxError::Malformed(format!(
+            "tensor {name:?}: the element count of dims {shape:?} overflows"
+        ))
+    })?;
     let decoder = Decoder {
         proto,
         name,
@@ -383,10 +390,14 @@ pub fn encode_tensor(tensor: &Tensor, name: &str) -> Result<Vec<u8>> {
 
 /// Read a `.pb` file holding one `TensorProto`: its name and its tensor.
 /// Errors name the file.
+/// Errors name the file; only a regular file is read (see
+/// [`crate::file::read_file`]).
 pub fn read_tensor_file(path: &Path) -> Result<(String, Tensor)> {
-    let bytes = std::fs::read(path).map_err(|source| OnnxError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    read_tensor_file_limited(path, u64::MAX)
+}
+
+/// [`read_tensor_file`] of a file of at most `max_bytes` bytes.
+pub fn read_tensor_file_limited(path: &Path, max_bytes: u64) -> Result<(String, Tensor)> {
+    let bytes = crate::file::read_file(path, max_bytes)?;
     decode_tensor(&bytes, "TensorProto").map_err(|e| e.in_file(path))
 }

@@ -274,3 +274,47 @@ fn arbitrary_bytes_as_a_model_are_an_error_not_a_panic() {
         "an empty model has no graph"
     );
 }
+
+#[test]
+fn a_data_set_with_two_files_for_one_input_is_refused() {
+    use gatherscatter_onnx::conformance::{CaseFile, DataSet};
+    let file = |name: &str| CaseFile {
+        name: name.to_string(),
+        bytes: Vec::new(),
+    };
+    let err = DataSet::from_files(
+        "test_data_set_0".into(),
+        vec![file("input_0.pb"), file("input_00.pb"), file("output_0.pb")],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test_data_set_0: input_0.pb and input_00.pb both give input_0"
+    );
+}
+
+#[test]
+fn intermediates_are_dropped_after_their_last_reader_and_outputs_stay_right() {
+    // a -> b -> c -> y in a chain, plus `b` also a graph output, listed
+    // twice: every value must still come out right while the chain's dead
+    // intermediates are dropped as it goes.
+    let mut m = two_input_model(13);
+    let graph = m.graph.as_mut().unwrap();
+    graph.node = vec![
+        node("Gather", &["data", "indices"], "b", vec![]),
+        node("Gather", &["b", "indices"], "c", vec![]),
+        node("Gather", &["c", "indices"], "y", vec![]),
+    ];
+    graph.output = vec![
+        value_info("y", Some(DType::F32)),
+        value_info("b", Some(DType::F32)),
+        value_info("b", Some(DType::F32)),
+    ];
+    let model = Model::from_proto(&m).unwrap();
+    let data = Tensor::new(vec![3], vec![10.0f32, 20.0, 30.0]).unwrap();
+    let indices = Tensor::new(vec![3], vec![2i64, 0, 1]).unwrap();
+    let out = run(&model, &[data, indices]).unwrap();
+    let b = Tensor::new(vec![3], vec![30.0f32, 10.0, 20.0]).unwrap();
+    let y = Tensor::new(vec![3], vec![10.0f32, 20.0, 30.0]).unwrap();
+    assert_eq!(out, vec![y, b.clone(), b]);
+}

@@ -221,3 +221,34 @@ fn arbitrary_bytes_are_an_error_not_a_panic() {
     }
     assert!(decode_tensor(b"\xff\xff\xff", "junk").is_err());
 }
+
+#[test]
+fn a_message_without_a_data_type_is_malformed_not_unsupported() {
+    // An empty file decodes as a TensorProto with every field unset.
+    let err = decode_tensor(&[], "TensorProto").unwrap_err();
+    assert_eq!(err.kind_name(), "bad_model", "{err}");
+    assert!(err.to_string().contains("UNDEFINED"), "{err}");
+    // Named in a file, it is a bad file (exit 1 in gsx), not unsupported.
+    let err = err.in_file("x.pb");
+    assert_eq!(err.kind_name(), "bad_file");
+    assert!(err.to_string().starts_with("x.pb: "), "{err}");
+    // A number that names no ONNX type at all is malformed too.
+    let proto = TensorProto {
+        data_type: Some(999),
+        ..TensorProto::default()
+    };
+    let err = tensor_from_proto(&proto).unwrap_err();
+    assert_eq!(err.kind_name(), "bad_model", "{err}");
+}
+
+#[test]
+fn an_unsupported_element_type_in_a_file_names_the_file() {
+    // FLOAT8E4M3FN (17) is an ONNX type this library does not implement.
+    let proto = TensorProto {
+        data_type: Some(17),
+        ..TensorProto::default()
+    };
+    let err = tensor_from_proto(&proto).unwrap_err().in_file("f8.pb");
+    assert!(err.is_unsupported(), "{err}");
+    assert!(err.to_string().starts_with("f8.pb: "), "{err}");
+}
