@@ -5,7 +5,7 @@
 //! directory; `std::fs::read` of those reads until memory runs out or never
 //! returns. Every model and tensor file goes through [`read_file`] instead.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::Path;
 
@@ -33,18 +33,7 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
         path: path.to_path_buf(),
         source,
     };
-    let mut file = File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(OnnxError::BadFile {
-            path: path.to_path_buf(),
-            message: format!(
-                "not a regular file ({}); only regular files are read",
-                file_type_name(&meta.file_type())
-            ),
-        });
-    }
-    let len = meta.len();
+    let (mut file, len) = open_regular(path)?;
     if len > max_bytes {
         return Err(OnnxError::TooLarge {
             path: path.to_path_buf(),
@@ -76,6 +65,37 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
         });
     }
     Ok(bytes)
+}
+
+/// Open `path` for reading if it is a regular file, with its size; refuse
+/// anything else as [`OnnxError::BadFile`] without reading from it. The
+/// open does not block: a FIFO with no writer is refused, not waited on.
+pub fn open_regular(path: &Path) -> Result<(File, u64)> {
+    let io = |source| OnnxError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // No effect on a regular file's reads; keeps open(2) of a FIFO
+        // from waiting for a writer.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(OnnxError::BadFile {
+            path: path.to_path_buf(),
+            message: format!(
+                "not a regular file ({}); only regular files are read",
+                file_type_name(&meta.file_type())
+            ),
+        });
+    }
+    Ok((file, meta.len()))
 }
 
 /// What kind of file a non-regular file is, for messages.

@@ -9,7 +9,8 @@ use gatherscatter_onnx::OnnxError;
 pub const EXIT_INVALID: u8 = 1;
 /// Exit status for a usage error (clap's convention).
 pub const EXIT_USAGE: u8 = 2;
-/// Exit status for an internal error (sysexits' EX_SOFTWARE).
+/// Exit status for an internal error, a bug in gsx (sysexits'
+/// EX_SOFTWARE); a panic is reported with it too.
 pub const EXIT_INTERNAL: u8 = 70;
 /// Exit status for an op, attribute or dtype that is not supported (the
 /// automake convention for "skipped").
@@ -20,7 +21,8 @@ pub const EXIT_UNSUPPORTED: u8 = 77;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CliError {
     /// The kind's name: the library's (`out_of_bounds`, `bad_dtype`, ...) or
-    /// `io`, `bad_file`, `bad_model`, `usage`, `unsupported`, `internal`.
+    /// `io`, `bad_file`, `bad_model`, `out_of_memory`, `usage`,
+    /// `unsupported`, `internal`.
     pub kind: &'static str,
     /// The explanation.
     pub message: String,
@@ -43,9 +45,20 @@ impl CliError {
         }
     }
 
-    /// A file could not be read or written.
+    /// The operating system refused: a file could not be read or written,
+    /// or threads could not be started.
     pub fn io(path: &Path, error: std::io::Error) -> CliError {
         CliError::new("io", format!("{}: {error}", path.display()))
+    }
+
+    /// The operating system refused something other than a file.
+    pub fn system(message: String) -> CliError {
+        CliError::new("io", message)
+    }
+
+    /// More memory than the budget allows (see [`crate::budget`]).
+    pub fn out_of_memory(message: String) -> CliError {
+        CliError::new("out_of_memory", message)
     }
 
     /// A file's content is invalid; the message is prefixed with its name.

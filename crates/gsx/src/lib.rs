@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod budget;
 pub mod commands;
 pub mod error;
 pub mod files;

@@ -1,18 +1,35 @@
 //! `gsx`: see `gsx --help`.
 
+use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
 use clap::Parser;
+use gsx::budget::{self, BudgetHeap};
 use gsx::commands::{execute, Cli};
+use gsx::error::{CliError, EXIT_INTERNAL};
+
+#[global_allocator]
+static HEAP: BudgetHeap = BudgetHeap;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     gsx::heap::reexec_with_tunables(gsx::heap::REUSE_TUNABLES, cli.system_malloc);
-    match execute(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("gsx: {e}");
-            ExitCode::from(e.exit_code)
-        }
+    budget::set_budget(cli.max_memory.unwrap_or_else(budget::default_budget));
+    // A panic is a bug: it is reported as one (exit 70), after unwinding
+    // has removed any temporary file.
+    std::panic::set_hook(Box::new(|info| eprintln!("gsx: error[internal]: {info}")));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        gsx::files::install_signal_cleanup()?;
+        execute(cli)
+    }));
+    match result {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => report(&e),
+        Err(_) => ExitCode::from(EXIT_INTERNAL),
     }
+}
+
+fn report(e: &CliError) -> ExitCode {
+    eprintln!("gsx: {e}");
+    ExitCode::from(e.exit_code)
 }

@@ -1,26 +1,38 @@
-//! `.npy` files: numpy's format, read with memory mapping for large arrays.
+//! `.npy` files: numpy's format.
 //!
 //! Supported element types are those with an ONNX counterpart: `b1`, `i1`..`i8`,
 //! `u1`..`u8`, `f2`, `f4`, `f8`, `c8`, `c16`, unicode `U<n>` and bytes `S<n>`
 //! (decoded as UTF-8), in either byte order and in C or Fortran order. Object,
 //! datetime, structured and other types are reported as unsupported.
+//!
+//! **Reading** trusts nothing a header claims (docs/spec.md, "Files"):
+//! - the data must be exactly as long as the shape and dtype say, and every
+//!   element must take at least one byte of the file (so `<U0`/`|S0` with
+//!   elements are refused: a 128-byte file cannot claim 10^9 strings);
+//! - the memory the decoded tensor needs is computed first and checked
+//!   against the budget ([`crate::budget`]), then allocated fallibly;
+//! - the data is read into memory with `read(2)`, never memory-mapped, so a
+//!   file truncated or rewritten while `gsx` reads it is an error
+//!   (`the file changed while it was read`), never a SIGBUS.
+//!
+//! **Writing** streams: plain data is written straight from the tensor,
+//! strings and bools in pieces of [`CHUNK`] bytes, so saving costs no copy
+//! of the output, and a string tensor padded to its longest element is
+//! checked against the budget before a byte is written.
 
-use std::borrow::Cow;
-use std::fs::File;
-use std::io::Read;
+use std::io::{self, Read, Write};
 use std::path::Path;
 
-use gatherscatter::{f16, Complex32, Complex64, DType, Element, Tensor, TensorView, TypedView};
-use memmap2::Mmap;
+use gatherscatter::{f16, Complex32, Complex64, DType, Dims, Element, Tensor};
 
+use crate::budget;
 use crate::error::CliError;
-
-/// Data of at least this many bytes is memory-mapped instead of read.
-pub const MMAP_THRESHOLD: usize = 1 << 20;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 /// numpy aligns the data of files it writes to 64 bytes.
 pub const ALIGN: usize = 64;
+/// Strings and bools are read and written in pieces of about this size.
+pub const CHUNK: usize = 1 << 16;
 
 /// A parsed `.npy` header.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,11 +72,23 @@ pub enum ElementKind {
 }
 
 impl ElementKind {
+    /// Bytes per element in the file.
     fn item_size(self) -> Option<usize> {
         match self {
             ElementKind::Plain { dtype, .. } => Some(plain_size(dtype)),
             ElementKind::Unicode { chars, .. } => chars.checked_mul(4),
             ElementKind::Bytes { len } => Some(len),
+        }
+    }
+
+    /// Bytes per element in memory once decoded, at most: a `String` and
+    /// its text (UTF-8 takes no more bytes than UCS-4 or the raw bytes).
+    fn decoded_size(self) -> Option<usize> {
+        match self {
+            ElementKind::Plain { dtype, .. } => Some(plain_size(dtype)),
+            other => other
+                .item_size()?
+                .checked_add(std::mem::size_of::<String>()),
         }
     }
 }
@@ -80,72 +104,6 @@ fn plain_size(dtype: DType) -> usize {
     }
 }
 
-/// A loaded array: owned, or a view into a memory-mapped file.
-#[derive(Debug)]
-pub enum Loaded {
-    /// Decoded into memory.
-    Owned(Tensor),
-    /// Little-endian, C-order, aligned data used in place.
-    Mapped {
-        /// The mapping of the whole file.
-        map: Mmap,
-        /// Where the data starts.
-        offset: usize,
-        /// The element type.
-        dtype: DType,
-        /// The dims.
-        shape: Vec<usize>,
-    },
-}
-
-impl Loaded {
-    /// Borrow as a view, without copying.
-    pub fn view(&self) -> Result<TensorView<'_>, CliError> {
-        match self {
-            Loaded::Owned(t) => Ok(t.into()),
-            Loaded::Mapped {
-                map,
-                offset,
-                dtype,
-                shape,
-            } => {
-                let bytes = &map[*offset..];
-                fn typed<'a, T: Element + bytemuck::Pod>(
-                    shape: &'a [usize],
-                    bytes: &'a [u8],
-                ) -> Result<TensorView<'a>, CliError> {
-                    let count: usize = shape.iter().product();
-                    let len = count * std::mem::size_of::<T>();
-                    let data: &[T] = bytemuck::try_cast_slice(&bytes[..len])
-                        .map_err(|e| CliError::internal(format!("mapped data: {e}")))?;
-                    Ok(TypedView::new(shape, data)?.into())
-                }
-                match dtype {
-                    DType::I8 => typed::<i8>(shape, bytes),
-                    DType::I16 => typed::<i16>(shape, bytes),
-                    DType::I32 => typed::<i32>(shape, bytes),
-                    DType::I64 => typed::<i64>(shape, bytes),
-                    DType::U8 => typed::<u8>(shape, bytes),
-                    DType::U16 => typed::<u16>(shape, bytes),
-                    DType::U32 => typed::<u32>(shape, bytes),
-                    DType::U64 => typed::<u64>(shape, bytes),
-                    DType::F16 => typed::<f16>(shape, bytes),
-                    DType::F32 => typed::<f32>(shape, bytes),
-                    DType::F64 => typed::<f64>(shape, bytes),
-                    DType::Complex64 => typed::<Complex32>(shape, bytes),
-                    DType::Complex128 => typed::<Complex64>(shape, bytes),
-                    other => Err(CliError::internal(format!("{other} is never mapped"))),
-                }
-            }
-        }
-    }
-
-    /// True if the data is used in place from a mapping.
-    pub fn is_mapped(&self) -> bool {
-        matches!(self, Loaded::Mapped { .. })
-    }
-}
-
 /// Where the header ends, from the first 12 bytes, if they say.
 fn header_end(prefix: &[u8]) -> Option<usize> {
     match prefix.get(6)? {
@@ -158,20 +116,18 @@ fn header_end(prefix: &[u8]) -> Option<usize> {
     }
 }
 
-fn alignment(dtype: DType) -> usize {
-    match dtype {
-        DType::Complex64 => 4,
-        DType::Complex128 => 8,
-        other => plain_size(other).max(1),
-    }
-}
-
 /// Parse the header at the start of `bytes` (which must hold at least the
 /// whole header). Errors name `path`.
 pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header, CliError> {
     let bad = |message: String| CliError::bad_file(path, message);
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
+    if !bytes.starts_with(MAGIC) {
         return Err(bad("not a .npy file (no \\x93NUMPY magic)".into()));
+    }
+    if bytes.len() < 10 {
+        return Err(bad(format!(
+            "truncated header: {} bytes, fewer than the 10 of a .npy preamble",
+            bytes.len()
+        )));
     }
     let (len, start) = match bytes[6] {
         1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
@@ -333,190 +289,81 @@ fn unsupported_descr(descr: &str) -> String {
     )
 }
 
-/// Read a `.npy` file. Large little-endian C-order numeric data is
-/// memory-mapped and used in place; the rest is decoded into memory. A file
-/// whose data is shorter or longer than its header claims is an error naming
-/// the file.
-pub fn read(path: &Path) -> Result<Loaded, CliError> {
-    let mut file = File::open(path).map_err(|e| CliError::io(path, e))?;
-    let file_len = file.metadata().map_err(|e| CliError::io(path, e))?.len();
+/// Read a `.npy` file. Only a regular file is read (a device or FIFO is
+/// refused before any byte is); see the module docs for what is checked.
+pub fn read(path: &Path) -> Result<Tensor, CliError> {
+    let (mut file, len) = gatherscatter_onnx::file::open_regular(path)?;
+    read_from(&mut file, len, path)
+}
+
+/// Decode a `.npy` of `file_len` bytes from `reader`; `path` names it in
+/// errors. The reader must yield exactly `file_len` bytes: fewer or more is
+/// `the file changed while it was read`.
+pub fn read_from(reader: &mut impl Read, file_len: u64, path: &Path) -> Result<Tensor, CliError> {
+    let changed = || CliError::bad_file(path, "the file changed while it was read".into());
     let file_len = usize::try_from(file_len)
         .map_err(|_| CliError::bad_file(path, "larger than this machine's address space".into()))?;
     let mut prefix = vec![0u8; file_len.min(12)];
-    file.read_exact(&mut prefix)
-        .map_err(|e| CliError::io(path, e))?;
+    read_exact(reader, &mut prefix, path)?;
+    // A header is text the file holds, so its size is bounded by the file.
     let header_end = header_end(&prefix).unwrap_or(prefix.len()).min(file_len);
-    prefix.resize(header_end, 0);
-    file.read_exact(&mut prefix[12.min(header_end)..])
-        .map_err(|e| CliError::io(path, e))?;
-    let header = parse_header(&prefix, path)?;
-    let count = header
-        .shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| CliError::bad_file(path, format!("shape {:?} overflows", header.shape)))?;
-    let item = header.kind.item_size().unwrap_or(usize::MAX);
-    let data_len = count.checked_mul(item).ok_or_else(|| {
-        CliError::bad_file(path, format!("shape {:?} is too large", header.shape))
+    let mut head = Vec::new();
+    head.try_reserve_exact(header_end).map_err(|_| {
+        budget::over_budget(
+            format!("{}: the header", path.display()),
+            header_end as u128,
+        )
     })?;
+    head.extend_from_slice(&prefix);
+    head.resize(header_end.max(prefix.len()), 0);
+    read_exact(reader, &mut head[prefix.len()..], path)?;
+    let header = parse_header(&head, path)?;
+    drop(head);
+    let shape = Dims(&header.shape);
+    let count = gatherscatter::element_count(&header.shape)
+        .ok_or_else(|| CliError::bad_file(path, format!("shape {shape} overflows")))?;
+    let item = header.kind.item_size().unwrap_or(usize::MAX);
+    if item == 0 && count > 0 {
+        return Err(CliError::bad_file(
+            path,
+            format!(
+                "zero-width elements cannot make up shape {shape} ({count} elements): every \
+                 element must take at least one byte of the file"
+            ),
+        ));
+    }
+    let data_len = count
+        .checked_mul(item)
+        .ok_or_else(|| CliError::bad_file(path, format!("shape {shape} is too large")))?;
     let held = file_len - header.data_offset;
     if held != data_len {
         return Err(CliError::bad_file(
             path,
             format!(
-                "the header claims shape {:?} ({data_len} bytes of data) but the file holds {held}",
-                header.shape
+                "the header claims shape {shape} ({data_len} bytes of data) but the file holds {held}"
             ),
         ));
     }
-    if let ElementKind::Plain {
-        dtype,
-        big_endian: false,
-    } = header.kind
-    {
-        let mappable = dtype != DType::Bool
-            && !header.fortran_order
-            && data_len >= MMAP_THRESHOLD
-            // The mapping starts on a page boundary, so the data is aligned
-            // if its offset is; numpy pads headers to 64 bytes.
-            && header.data_offset % alignment(dtype) == 0;
-        if mappable {
-            // SAFETY: the mapping is read-only and private to this process.
-            // Another process truncating or rewriting the file while it is
-            // mapped could change or remove the bytes under us; that is the
-            // documented risk of every file mapping, accepted because gsx
-            // reads files the user names and does not share them.
-            #[allow(unsafe_code)]
-            let map = unsafe { Mmap::map(&file) }.map_err(|e| CliError::io(path, e))?;
-            if map.len() == file_len {
-                return Ok(Loaded::Mapped {
-                    map,
-                    offset: header.data_offset,
-                    dtype,
-                    shape: header.shape,
-                });
-            }
-        }
-    }
-    let mut bytes = prefix;
-    bytes.reserve_exact(file_len - bytes.len());
-    file.read_to_end(&mut bytes)
-        .map_err(|e| CliError::io(path, e))?;
-    if bytes.len() != file_len {
-        return Err(CliError::bad_file(
-            path,
-            "the file changed while it was read".into(),
-        ));
-    }
-    decode(&bytes[header.data_offset..], &header, path).map(Loaded::Owned)
-}
-
-/// Decode the data of an array into memory.
-pub fn decode(data: &[u8], header: &Header, path: &Path) -> Result<Tensor, CliError> {
-    let shape = header.shape.clone();
-    let tensor = match header.kind {
-        ElementKind::Plain { dtype, big_endian } => {
-            let swap = big_endian;
-            match dtype {
-                DType::Bool => {
-                    let values = data
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &b)| match b {
-                            0 => Ok(false),
-                            1 => Ok(true),
-                            other => Err(CliError::bad_file(
-                                path,
-                                format!("bool element {i} holds byte {other}, not 0 or 1"),
-                            )),
-                        })
-                        .collect::<Result<Vec<bool>, _>>()?;
-                    Tensor::new(shape, values)?
-                }
-                DType::I8 => Tensor::new(shape, pod_vec::<i8>(data, swap))?,
-                DType::I16 => Tensor::new(shape, pod_vec::<i16>(data, swap))?,
-                DType::I32 => Tensor::new(shape, pod_vec::<i32>(data, swap))?,
-                DType::I64 => Tensor::new(shape, pod_vec::<i64>(data, swap))?,
-                DType::U8 => Tensor::new(shape, pod_vec::<u8>(data, swap))?,
-                DType::U16 => Tensor::new(shape, pod_vec::<u16>(data, swap))?,
-                DType::U32 => Tensor::new(shape, pod_vec::<u32>(data, swap))?,
-                DType::U64 => Tensor::new(shape, pod_vec::<u64>(data, swap))?,
-                DType::F16 => Tensor::new(shape, pod_vec::<f16>(data, swap))?,
-                DType::F32 => Tensor::new(shape, pod_vec::<f32>(data, swap))?,
-                DType::F64 => Tensor::new(shape, pod_vec::<f64>(data, swap))?,
-                // A complex number is two floats, each swapped on its own.
-                DType::Complex64 => {
-                    let parts = pod_vec::<f32>(data, swap);
-                    let values: Vec<Complex32> = parts
-                        .chunks_exact(2)
-                        .map(|p| Complex32::new(p[0], p[1]))
-                        .collect();
-                    Tensor::new(shape, values)?
-                }
-                DType::Complex128 => {
-                    let parts = pod_vec::<f64>(data, swap);
-                    let values: Vec<Complex64> = parts
-                        .chunks_exact(2)
-                        .map(|p| Complex64::new(p[0], p[1]))
-                        .collect();
-                    Tensor::new(shape, values)?
-                }
-                other => return Err(CliError::unsupported(format!("npy has no {other}"))),
-            }
-        }
-        ElementKind::Unicode { chars, big_endian } => {
-            if chars == 0 {
-                let count = shape.iter().product();
-                return finish(Tensor::new(shape, vec![String::new(); count])?, header);
-            }
-            let values = data
-                .chunks_exact(4 * chars)
-                .enumerate()
-                .map(|(i, item)| {
-                    item.chunks_exact(4)
-                        .map(|c| {
-                            let c: [u8; 4] = [c[0], c[1], c[2], c[3]];
-                            if big_endian {
-                                u32::from_be_bytes(c)
-                            } else {
-                                u32::from_le_bytes(c)
-                            }
-                        })
-                        .take_while(|&c| c != 0)
-                        .map(|c| {
-                            char::from_u32(c).ok_or_else(|| {
-                                CliError::bad_file(
-                                    path,
-                                    format!("string element {i} holds {c:#x}, not a code point"),
-                                )
-                            })
-                        })
-                        .collect::<Result<String, _>>()
-                })
-                .collect::<Result<Vec<String>, _>>()?;
-            Tensor::new(shape, values)?
-        }
-        ElementKind::Bytes { len } => {
-            let count: usize = shape.iter().product();
-            let values = (0..count)
-                .map(|i| {
-                    let item = &data[i * len..(i + 1) * len];
-                    let end = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                    String::from_utf8(item[..end].to_vec()).map_err(|_| {
-                        CliError::unsupported(format!(
-                            "{}: bytes element {i} is not UTF-8; only UTF-8 strings are supported",
-                            path.display()
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<String>, _>>()?;
-            Tensor::new(shape, values)?
-        }
+    // Known only now that the file's size bounds the count: the memory the
+    // decoded tensor takes, twice over for Fortran order (reordered copy).
+    let decoded = (count as u128) * header.kind.decoded_size().unwrap_or(usize::MAX) as u128;
+    let decoded = if header.fortran_order {
+        2 * decoded
+    } else {
+        decoded
     };
-    finish(tensor, header)
-}
-
-fn finish(tensor: Tensor, header: &Header) -> Result<Tensor, CliError> {
+    budget::check(
+        || format!("{}: decoding shape {shape}", path.display()),
+        decoded,
+    )?;
+    let tensor = decode(reader, &header, count, path)?;
+    // Nothing may follow the data.
+    let mut probe = [0u8; 1];
+    match reader.read(&mut probe) {
+        Ok(0) => {}
+        Ok(_) => return Err(changed()),
+        Err(e) => return Err(CliError::io(path, e)),
+    }
     if header.fortran_order {
         to_c_order(tensor)
     } else {
@@ -524,16 +371,171 @@ fn finish(tensor: Tensor, header: &Header) -> Result<Tensor, CliError> {
     }
 }
 
-fn pod_vec<T: bytemuck::Pod>(data: &[u8], swap: bool) -> Vec<T> {
-    if !swap {
-        return bytemuck::pod_collect_to_vec(data);
+/// `read_exact`, with a file that ends early reported as changed while
+/// it was read (its size was known when it was opened).
+fn read_exact(reader: &mut dyn Read, buf: &mut [u8], path: &Path) -> Result<(), CliError> {
+    reader.read_exact(buf).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => {
+            CliError::bad_file(path, "the file changed while it was read".into())
+        }
+        _ => CliError::io(path, e),
+    })
+}
+
+/// A vector of `count` elements, or `out_of_memory` naming the file.
+fn try_vec<T>(count: usize, path: &Path) -> Result<Vec<T>, CliError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(count).map_err(|_| {
+        budget::over_budget(
+            format!("{}: {count} elements", path.display()),
+            count as u128 * std::mem::size_of::<T>() as u128,
+        )
+    })?;
+    Ok(v)
+}
+
+/// Decode the `count` elements that follow the header.
+fn decode(
+    reader: &mut impl Read,
+    header: &Header,
+    count: usize,
+    path: &Path,
+) -> Result<Tensor, CliError> {
+    // Read `count` plain elements straight into their vector, then put
+    // each `unit`-byte number in native order (a complex number is two).
+    fn pod<T: bytemuck::Pod>(
+        reader: &mut dyn Read,
+        count: usize,
+        swap_unit: Option<usize>,
+        path: &Path,
+    ) -> Result<Vec<T>, CliError> {
+        let mut values: Vec<T> = try_vec(count, path)?;
+        values.resize(count, T::zeroed());
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut values);
+        read_exact(reader, bytes, path)?;
+        if let Some(unit) = swap_unit {
+            bytes.chunks_exact_mut(unit).for_each(<[u8]>::reverse);
+        }
+        Ok(values)
     }
-    let size = std::mem::size_of::<T>();
-    let swapped: Vec<u8> = data
-        .chunks_exact(size)
-        .flat_map(|c| c.iter().rev().copied())
-        .collect();
-    bytemuck::pod_collect_to_vec(&swapped)
+    let shape = header.shape.clone();
+    let tensor = match header.kind {
+        ElementKind::Plain { dtype, big_endian } => {
+            let swap = |unit: usize| (big_endian && unit > 1).then_some(unit);
+            macro_rules! plain {
+                ($t:ty) => {
+                    Tensor::new(
+                        shape,
+                        pod::<$t>(reader, count, swap(std::mem::size_of::<$t>()), path)?,
+                    )?
+                };
+            }
+            match dtype {
+                DType::Bool => {
+                    let mut values: Vec<bool> = try_vec(count, path)?;
+                    let mut buf = vec![0u8; CHUNK.min(count)];
+                    while values.len() < count {
+                        let n = buf.len().min(count - values.len());
+                        read_exact(reader, &mut buf[..n], path)?;
+                        for &b in &buf[..n] {
+                            values.push(match b {
+                                0 => false,
+                                1 => true,
+                                other => {
+                                    return Err(CliError::bad_file(
+                                        path,
+                                        format!(
+                                            "bool element {} holds byte {other}, not 0 or 1",
+                                            values.len()
+                                        ),
+                                    ))
+                                }
+                            });
+                        }
+                    }
+                    Tensor::new(shape, values)?
+                }
+                DType::I8 => plain!(i8),
+                DType::I16 => plain!(i16),
+                DType::I32 => plain!(i32),
+                DType::I64 => plain!(i64),
+                DType::U8 => plain!(u8),
+                DType::U16 => plain!(u16),
+                DType::U32 => plain!(u32),
+                DType::U64 => plain!(u64),
+                DType::F16 => plain!(f16),
+                DType::F32 => plain!(f32),
+                DType::F64 => plain!(f64),
+                // A complex number is two floats, each swapped on its own.
+                DType::Complex64 => {
+                    Tensor::new(shape, pod::<Complex32>(reader, count, swap(4), path)?)?
+                }
+                DType::Complex128 => {
+                    Tensor::new(shape, pod::<Complex64>(reader, count, swap(8), path)?)?
+                }
+                other => return Err(CliError::unsupported(format!("npy has no {other}"))),
+            }
+        }
+        kind @ (ElementKind::Unicode { .. } | ElementKind::Bytes { .. }) => {
+            let item = kind.item_size().unwrap_or(usize::MAX);
+            let mut values: Vec<String> = try_vec(count, path)?;
+            // Whole elements per piece; one element when it is larger.
+            let per_piece = (CHUNK / item.max(1)).max(1);
+            let mut buf = Vec::new();
+            while values.len() < count {
+                let n = per_piece.min(count - values.len());
+                buf.resize(n * item, 0);
+                read_exact(reader, &mut buf, path)?;
+                for element in buf.chunks_exact(item) {
+                    let i = values.len();
+                    values.push(decode_string(kind, element, i, path)?);
+                }
+            }
+            Tensor::new(shape, values)?
+        }
+    };
+    Ok(tensor)
+}
+
+/// One `U<n>` or `S<n>` element as a string: up to its first NUL for
+/// unicode, without trailing NULs for bytes (as numpy reads them).
+fn decode_string(
+    kind: ElementKind,
+    item: &[u8],
+    i: usize,
+    path: &Path,
+) -> Result<String, CliError> {
+    match kind {
+        ElementKind::Unicode { big_endian, .. } => item
+            .chunks_exact(4)
+            .map(|c| {
+                let c: [u8; 4] = [c[0], c[1], c[2], c[3]];
+                if big_endian {
+                    u32::from_be_bytes(c)
+                } else {
+                    u32::from_le_bytes(c)
+                }
+            })
+            .take_while(|&c| c != 0)
+            .map(|c| {
+                char::from_u32(c).ok_or_else(|| {
+                    CliError::bad_file(
+                        path,
+                        format!("string element {i} holds {c:#x}, not a code point"),
+                    )
+                })
+            })
+            .collect(),
+        _ => {
+            let end = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+            String::from_utf8(item[..end].to_vec()).map_err(|_| {
+                CliError::unsupported(format!(
+                    "{}: bytes element {i} is not UTF-8; only UTF-8 strings are supported",
+                    path.display()
+                ))
+            })
+        }
+    }
 }
 
 /// Reorder column-major data (as a Fortran-order file stores it) to row-major.
@@ -584,68 +586,135 @@ fn to_c_order(tensor: Tensor) -> Result<Tensor, CliError> {
     }
 }
 
-/// The `.npy` bytes of a tensor (format 1.0, little-endian, C order).
-/// bfloat16 has no numpy dtype and is refused as unsupported.
-pub fn encode(tensor: &Tensor) -> Result<Vec<u8>, CliError> {
-    let (header, body) = encode_parts(tensor)?;
-    let mut out = Vec::with_capacity(header.len() + body.len());
-    out.extend_from_slice(&header);
-    out.extend_from_slice(&body);
-    Ok(out)
+/// A tensor ready to be written as `.npy` (format 1.0, or 2.0 when the
+/// header needs more than 64 KiB, as numpy does; little-endian, C order):
+/// its header built and its size checked, its data still the tensor's.
+#[derive(Debug)]
+pub struct Encoder<'a> {
+    header: Vec<u8>,
+    tensor: &'a Tensor,
+    /// Code points per element for strings (the longest, at least 1).
+    chars: usize,
 }
 
-/// [`encode`] as its header and its data, the data borrowed from the tensor
-/// where its bytes already are the file's (every plain dtype), so saving a
-/// large output costs no copy of it.
-pub fn encode_parts(tensor: &Tensor) -> Result<(Vec<u8>, Cow<'_, [u8]>), CliError> {
-    fn raw<T: bytemuck::Pod>(data: &[T]) -> Cow<'_, [u8]> {
-        Cow::Borrowed(bytemuck::cast_slice(data))
-    }
-    let (descr, data): (String, Cow<'_, [u8]>) = match tensor {
-        Tensor::Bool(t) => (
-            "|b1".into(),
-            Cow::Owned(t.data().iter().map(|&b| u8::from(b)).collect()),
-        ),
-        Tensor::I8(t) => ("|i1".into(), raw(t.data())),
-        Tensor::U8(t) => ("|u1".into(), raw(t.data())),
-        Tensor::I16(t) => ("<i2".into(), raw(t.data())),
-        Tensor::U16(t) => ("<u2".into(), raw(t.data())),
-        Tensor::I32(t) => ("<i4".into(), raw(t.data())),
-        Tensor::U32(t) => ("<u4".into(), raw(t.data())),
-        Tensor::I64(t) => ("<i8".into(), raw(t.data())),
-        Tensor::U64(t) => ("<u8".into(), raw(t.data())),
-        Tensor::F16(t) => ("<f2".into(), raw(t.data())),
-        Tensor::F32(t) => ("<f4".into(), raw(t.data())),
-        Tensor::F64(t) => ("<f8".into(), raw(t.data())),
-        Tensor::Complex64(t) => ("<c8".into(), raw(t.data())),
-        Tensor::Complex128(t) => ("<c16".into(), raw(t.data())),
-        Tensor::String(t) => {
-            let chars = t
-                .data()
-                .iter()
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-                .max(1);
-            let mut data = Vec::with_capacity(t.len() * chars * 4);
-            for s in t.data() {
-                let mut n = 0;
-                for c in s.chars() {
-                    data.extend_from_slice(&u32::from(c).to_le_bytes());
-                    n += 1;
-                }
-                data.resize(data.len() + (chars - n) * 4, 0);
+impl<'a> Encoder<'a> {
+    /// Check that the tensor can be written and build its header. bfloat16
+    /// has no numpy dtype and is refused as unsupported; strings, padded to
+    /// the longest, must fit the memory budget (whoever loads the file
+    /// needs that much).
+    pub fn new(tensor: &'a Tensor) -> Result<Encoder<'a>, CliError> {
+        let mut chars = 0;
+        let descr = match tensor {
+            Tensor::Bool(_) => "|b1".to_string(),
+            Tensor::I8(_) => "|i1".into(),
+            Tensor::U8(_) => "|u1".into(),
+            Tensor::I16(_) => "<i2".into(),
+            Tensor::U16(_) => "<u2".into(),
+            Tensor::I32(_) => "<i4".into(),
+            Tensor::U32(_) => "<u4".into(),
+            Tensor::I64(_) => "<i8".into(),
+            Tensor::U64(_) => "<u8".into(),
+            Tensor::F16(_) => "<f2".into(),
+            Tensor::F32(_) => "<f4".into(),
+            Tensor::F64(_) => "<f8".into(),
+            Tensor::Complex64(_) => "<c8".into(),
+            Tensor::Complex128(_) => "<c16".into(),
+            Tensor::String(t) => {
+                chars = t
+                    .data()
+                    .iter()
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+                    .max(1);
+                let padded = t.len() as u128 * chars as u128 * 4;
+                budget::check(
+                    || {
+                        format!(
+                            "as .npy, {} strings padded to the longest ({chars} code points, \
+                             4 bytes each; .pb stores each at its own length)",
+                            t.len()
+                        )
+                    },
+                    padded,
+                )?;
+                format!("<U{chars}")
             }
-            (format!("<U{chars}"), Cow::Owned(data))
+            other => {
+                return Err(CliError::unsupported(format!(
+                    "numpy has no {} dtype; write a .pb file instead",
+                    other.dtype()
+                )))
+            }
+        };
+        Ok(Encoder {
+            header: header_bytes(&descr, tensor.shape()),
+            tensor,
+            chars,
+        })
+    }
+
+    /// Write the header and the data.
+    pub fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        fn raw<T: bytemuck::Pod>(w: &mut impl Write, data: &[T]) -> io::Result<()> {
+            w.write_all(bytemuck::cast_slice(data))
         }
-        other => {
-            return Err(CliError::unsupported(format!(
-                "numpy has no {} dtype; write a .pb file instead",
-                other.dtype()
-            )))
+        w.write_all(&self.header)?;
+        match self.tensor {
+            Tensor::Bool(t) => {
+                for piece in t.data().chunks(CHUNK) {
+                    let bytes: Vec<u8> = piece.iter().map(|&b| u8::from(b)).collect();
+                    w.write_all(&bytes)?;
+                }
+                Ok(())
+            }
+            Tensor::I8(t) => raw(w, t.data()),
+            Tensor::U8(t) => raw(w, t.data()),
+            Tensor::I16(t) => raw(w, t.data()),
+            Tensor::U16(t) => raw(w, t.data()),
+            Tensor::I32(t) => raw(w, t.data()),
+            Tensor::U32(t) => raw(w, t.data()),
+            Tensor::I64(t) => raw(w, t.data()),
+            Tensor::U64(t) => raw(w, t.data()),
+            Tensor::F16(t) => raw(w, t.data()),
+            Tensor::F32(t) => raw(w, t.data()),
+            Tensor::F64(t) => raw(w, t.data()),
+            Tensor::Complex64(t) => raw(w, t.data()),
+            Tensor::Complex128(t) => raw(w, t.data()),
+            Tensor::String(t) => {
+                let mut piece = Vec::with_capacity(CHUNK + 4);
+                for s in t.data() {
+                    let mut n = 0;
+                    for c in s.chars() {
+                        piece.extend_from_slice(&u32::from(c).to_le_bytes());
+                        n += 1;
+                        if piece.len() >= CHUNK {
+                            w.write_all(&piece)?;
+                            piece.clear();
+                        }
+                    }
+                    let mut padding = (self.chars - n) * 4;
+                    while padding > 0 {
+                        let take = padding.min(CHUNK + 4 - piece.len());
+                        piece.resize(piece.len() + take, 0);
+                        padding -= take;
+                        if piece.len() >= CHUNK {
+                            w.write_all(&piece)?;
+                            piece.clear();
+                        }
+                    }
+                }
+                w.write_all(&piece)
+            }
+            // `new` accepted only the dtypes above.
+            _ => Err(io::Error::other("no .npy encoding for this dtype")),
         }
-    };
-    let shape = match tensor.shape() {
+    }
+}
+
+/// The magic, version, header length and the padded header dict.
+fn header_bytes(descr: &str, shape: &[usize]) -> Vec<u8> {
+    let dims = match shape {
         [one] => format!("({one},)"),
         dims => format!(
             "({})",
@@ -655,44 +724,119 @@ pub fn encode_parts(tensor: &Tensor) -> Result<(Vec<u8>, Cow<'_, [u8]>), CliErro
                 .join(", ")
         ),
     };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    let unpadded = MAGIC.len() + 4 + header.len() + 1;
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
+    // Version 1.0 has a 2-byte header length; past that numpy writes 2.0.
+    let fits_v1 = (MAGIC.len() + 4 + dict.len() + 1).div_ceil(ALIGN) * ALIGN - MAGIC.len() - 4
+        <= usize::from(u16::MAX);
+    let preamble = if fits_v1 {
+        MAGIC.len() + 4
+    } else {
+        MAGIC.len() + 6
+    };
+    let unpadded = preamble + dict.len() + 1;
     let padded = unpadded.div_ceil(ALIGN) * ALIGN;
-    header.push_str(&" ".repeat(padded - unpadded));
-    header.push('\n');
+    let header_len = padded - preamble;
     let mut out = Vec::with_capacity(padded);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[1, 0]);
-    let header_len = u16::try_from(header.len())
-        .map_err(|_| CliError::unsupported("the .npy header would exceed 64 KiB".into()))?;
-    out.extend_from_slice(&header_len.to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    Ok((out, data))
+    if fits_v1 {
+        out.extend_from_slice(&[1, 0]);
+        out.extend_from_slice(&(header_len as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(&[2, 0]);
+        out.extend_from_slice(&(header_len as u32).to_le_bytes());
+    }
+    out.extend_from_slice(dict.as_bytes());
+    out.resize(padded - 1, b' ');
+    out.push(b'\n');
+    out
+}
+
+/// The `.npy` bytes of a tensor (see [`Encoder`]).
+pub fn encode(tensor: &Tensor) -> Result<Vec<u8>, CliError> {
+    let encoder = Encoder::new(tensor)?;
+    let mut out = Vec::new();
+    encoder
+        .write_to(&mut out)
+        .map_err(|e| CliError::internal(format!("writing to memory: {e}")))?;
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Exercises the mapping (the crate's one `unsafe` block) and the
-    /// aligned cast of the mapped bytes. Miri cannot run it: it has no
-    /// file-backed mappings.
+    fn round_trip(tensor: &Tensor) -> Tensor {
+        let bytes = encode(tensor).unwrap();
+        read_from(
+            &mut bytes.as_slice(),
+            bytes.len() as u64,
+            Path::new("t.npy"),
+        )
+        .unwrap()
+    }
+
     #[test]
-    #[cfg_attr(miri, ignore = "Miri does not support file-backed memory mappings")]
-    fn large_arrays_are_mapped_and_read_in_place() {
-        let values: Vec<u64> = (0..(MMAP_THRESHOLD / 8) as u64).map(|i| i * 3).collect();
-        let tensor = Tensor::new(vec![values.len()], values).unwrap();
-        let path = std::env::temp_dir().join(format!("gsx-npy-map-{}.npy", std::process::id()));
-        std::fs::write(&path, encode(&tensor).unwrap()).unwrap();
-        let loaded = read(&path).unwrap();
-        let view = loaded.view().unwrap();
-        let _ = std::fs::remove_file(&path);
-        assert!(loaded.is_mapped());
-        let data = view.typed::<u64>().unwrap().data();
-        assert_eq!(data.len(), MMAP_THRESHOLD / 8);
+    fn every_numpy_dtype_round_trips() {
+        let tensors = [
+            Tensor::new(vec![2, 2], vec![true, false, false, true]).unwrap(),
+            Tensor::new(vec![3], vec![-1i8, 0, 7]).unwrap(),
+            Tensor::new(vec![1, 2], vec![u64::MAX, 3]).unwrap(),
+            Tensor::new(vec![2], vec![f16::from_f32(1.5), f16::NAN]).unwrap(),
+            Tensor::new(
+                vec![2],
+                vec![Complex64::new(1.0, -2.0), Complex64::new(0.5, 3.0)],
+            )
+            .unwrap(),
+            Tensor::new(
+                vec![3],
+                vec!["a".to_string(), String::new(), "héllo".into()],
+            )
+            .unwrap(),
+            Tensor::new(vec![0, 4], Vec::<f32>::new()).unwrap(),
+            Tensor::scalar(2.5f64),
+        ];
+        for t in &tensors {
+            let back = round_trip(t);
+            assert_eq!(back.shape(), t.shape());
+            assert_eq!(format!("{back:?}"), format!("{t:?}"));
+        }
+    }
+
+    #[test]
+    fn a_header_over_64_kib_is_written_as_version_2() {
+        let shape = vec![1usize; 30_000];
+        let t = Tensor::new(shape.clone(), vec![9u8]).unwrap();
+        let bytes = encode(&t).unwrap();
+        assert_eq!(bytes[6], 2, "version 2.0");
+        assert_eq!(round_trip(&t).shape(), shape.as_slice());
+    }
+
+    #[test]
+    fn strings_longer_than_a_chunk_are_written_in_pieces() {
+        let long: String = "ab".repeat(CHUNK);
+        let t = Tensor::new(vec![3], vec![String::new(), long.clone(), "x".into()]).unwrap();
+        let back = round_trip(&t);
         assert_eq!(
-            (data[0], data[1], data[data.len() - 1]),
-            (0, 3, 3 * (data.len() as u64 - 1))
+            back.data::<String>().unwrap(),
+            [String::new(), long, "x".into()]
         );
+    }
+
+    #[test]
+    fn a_reader_that_yields_more_or_fewer_bytes_than_claimed_is_an_error() {
+        let bytes = encode(&Tensor::new(vec![4], vec![1i32, 2, 3, 4]).unwrap()).unwrap();
+        let path = Path::new("t.npy");
+        let short = read_from(&mut &bytes[..bytes.len() - 1], bytes.len() as u64, path);
+        assert!(short
+            .unwrap_err()
+            .message
+            .contains("changed while it was read"));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        let long = read_from(&mut longer.as_slice(), bytes.len() as u64, path);
+        assert!(long
+            .unwrap_err()
+            .message
+            .contains("changed while it was read"));
     }
 }

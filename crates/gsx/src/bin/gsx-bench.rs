@@ -140,8 +140,8 @@ fn parse_workload(manifest: &serde_json::Value) -> Result<Workload, Unsupported>
     }
 }
 
-/// An input named in the manifest, read into memory (never mapped: the
-/// peers time ops on arrays in memory too).
+/// An input named in the manifest, read into memory (as the peers time
+/// ops on arrays in memory too).
 fn load_input(
     dir: &Path,
     manifest: &serde_json::Value,
@@ -150,8 +150,7 @@ fn load_input(
     let Some(name) = manifest["files"].get(key).and_then(|v| v.as_str()) else {
         return Ok(None);
     };
-    let loaded = files::load(&dir.join(name))?;
-    Ok(Some(loaded.view()?.to_owned()))
+    files::load(&dir.join(name)).map(Some)
 }
 
 fn run(args: &Args) -> Result<Result<String, Unsupported>, CliError> {

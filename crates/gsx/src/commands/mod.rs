@@ -18,10 +18,17 @@ pub struct Cli {
     /// for reuse.
     #[arg(long, global = true)]
     pub system_malloc: bool,
+    /// The memory budget: no file may make gsx allocate more, and its heap
+    /// stays under it (e.g. 512M, 4G; default: the machine's total memory).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = crate::budget::parse_size)]
+    pub max_memory: Option<u64>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The most calls `--repeat` times.
+pub const MAX_REPEAT: i64 = 1_000_000;
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -52,11 +59,11 @@ pub struct CommonArgs {
     /// directml:MAJOR.MINOR or mindspore.
     #[arg(long, default_value = "permissive", value_parser = parse_profile)]
     pub profile: Profile,
-    /// Time N calls after one warm-up call and print one JSON line of
-    /// per-call seconds (file I/O excluded).
-    #[arg(long, value_name = "N")]
-    pub repeat: Option<usize>,
-    /// Worker threads for the op (default: all cores).
+    /// Time N calls (1 to 1000000) after one warm-up call and print one
+    /// JSON line of per-call seconds (file I/O excluded).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_REPEAT))]
+    pub repeat: Option<u32>,
+    /// Worker threads for the op (default: all cores; at most 4 per core).
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }

@@ -118,16 +118,31 @@ pub fn scatter_nd(args: &ScatterNdArgs) -> Result<(), CliError> {
     )
 }
 
-/// A rayon pool of the requested size, or the global one.
+/// The most worker threads `--threads` starts: four per core. More only
+/// contend for the same cores (the library splits work by size, not by
+/// thread count), and thousands exhaust the process's resources.
+pub fn max_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) * 4
+}
+
+/// A rayon pool of the requested size (at most [`max_threads`]), or the
+/// global one.
 pub fn thread_pool(threads: Option<u16>) -> Result<Option<rayon::ThreadPool>, CliError> {
-    threads
-        .map(|t| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(usize::from(t))
-                .build()
-                .map_err(|e| CliError::internal(format!("cannot start {t} threads: {e}")))
-        })
-        .transpose()
+    let Some(threads) = threads else {
+        return Ok(None);
+    };
+    let max = max_threads();
+    if usize::from(threads) > max {
+        return Err(CliError::usage(format!(
+            "--threads {threads}: at most {max} (4 per core; this machine has {})",
+            max / 4
+        )));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(usize::from(threads))
+        .build()
+        .map(Some)
+        .map_err(|e| CliError::system(format!("cannot start {threads} threads: {e}")))
 }
 
 /// Run `f` on `pool`'s threads, or on the global pool.
@@ -159,8 +174,8 @@ fn execute(
     let data = files::load(data_path)?;
     let indices = files::load(indices_path)?;
     let updates = updates_path.map(|p| files::load(p)).transpose()?;
-    let (data, indices) = (data.view()?, indices.view()?);
-    let updates = updates.as_ref().map(|u| u.view()).transpose()?;
+    let (data, indices) = (TensorView::from(&data), TensorView::from(&indices));
+    let updates = updates.as_ref().map(TensorView::from);
     let pool = thread_pool(common.threads)?;
     // The first call validates and is the warm-up of --repeat.
     let result = in_pool(&pool, || op.call(data, indices, updates))?;
@@ -169,7 +184,7 @@ fn execute(
     }
     if let Some(repeat) = common.repeat {
         drop(result);
-        let mut times = Vec::with_capacity(repeat);
+        let mut times = Vec::new();
         for _ in 0..repeat {
             let start = Instant::now();
             let out = in_pool(&pool, || op.call(data, indices, updates))?;

@@ -8,7 +8,6 @@ use gatherscatter_onnx::Model;
 
 use crate::error::CliError;
 use crate::files;
-use crate::npy::Loaded;
 
 /// `gsx run MODEL --input-dir DIR --output-dir DIR`.
 #[derive(Debug, Args)]
@@ -47,7 +46,18 @@ fn input_file(dir: &Path, k: usize) -> Option<PathBuf> {
 
 /// Run the command.
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
-    let model = Model::load(&args.model)?;
+    if let Some(name) = args
+        .inputs
+        .iter()
+        .enumerate()
+        .find(|(i, (n, _))| args.inputs[..*i].iter().any(|(m, _)| m == n))
+        .map(|(_, (n, _))| n)
+    {
+        return Err(CliError::usage(format!(
+            "--input {name}=... is given more than once"
+        )));
+    }
+    let model = Model::load_limited(&args.model, crate::budget::budget())?;
     let mut paths: Vec<(String, PathBuf)> = Vec::new();
     for (k, spec) in model.inputs().iter().enumerate() {
         if let Some((_, file)) = args.inputs.iter().find(|(n, _)| *n == spec.name) {
@@ -77,23 +87,26 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
                 .join(", ")
         )));
     }
-    let loaded: Vec<Loaded> = paths
+    let loaded: Vec<gatherscatter::Tensor> = paths
         .iter()
         .map(|(_, p)| files::load(p))
         .collect::<Result<_, _>>()?;
     let views: Vec<(&str, TensorView<'_>)> = paths
         .iter()
         .zip(&loaded)
-        .map(|((name, _), l)| Ok((name.as_str(), l.view()?)))
-        .collect::<Result<_, CliError>>()?;
+        .map(|((name, _), t)| (name.as_str(), TensorView::from(t)))
+        .collect();
     let pool = super::ops::thread_pool(args.threads)?;
     let outputs = super::ops::in_pool(&pool, || model.run_named(&views))?;
     std::fs::create_dir_all(&args.output_dir).map_err(|e| CliError::io(&args.output_dir, e))?;
     let mut protected: Vec<PathBuf> = paths.into_iter().map(|(_, p)| p).collect();
     protected.push(args.model.clone());
+    // Every output is written before any is renamed into place, so a
+    // failure leaves the output directory as it was.
+    let mut staged = Vec::with_capacity(outputs.len());
     for (k, (tensor, spec)) in outputs.iter().zip(model.outputs()).enumerate() {
         let path = args.output_dir.join(format!("output_{k}.pb"));
-        files::save(&path, tensor, &spec.name, &protected)?;
+        staged.push(files::stage(&path, tensor, &spec.name, &protected)?);
     }
-    Ok(())
+    files::commit(staged)
 }
