@@ -497,8 +497,8 @@ fn decode(
     Ok(tensor)
 }
 
-/// One `U<n>` or `S<n>` element as a string: up to its first NUL for
-/// unicode, without trailing NULs for bytes (as numpy reads them).
+/// One `U<n>` or `S<n>` element as a string without its trailing NULs,
+/// as numpy reads both (a NUL inside a string stays).
 fn decode_string(
     kind: ElementKind,
     item: &[u8],
@@ -506,26 +506,32 @@ fn decode_string(
     path: &Path,
 ) -> Result<String, CliError> {
     match kind {
-        ElementKind::Unicode { big_endian, .. } => item
-            .chunks_exact(4)
-            .map(|c| {
+        ElementKind::Unicode { big_endian, .. } => {
+            let unit = |c: &[u8]| {
                 let c: [u8; 4] = [c[0], c[1], c[2], c[3]];
                 if big_endian {
                     u32::from_be_bytes(c)
                 } else {
                     u32::from_le_bytes(c)
                 }
-            })
-            .take_while(|&c| c != 0)
-            .map(|c| {
-                char::from_u32(c).ok_or_else(|| {
-                    CliError::bad_file(
-                        path,
-                        format!("string element {i} holds {c:#x}, not a code point"),
-                    )
+            };
+            let len = item
+                .chunks_exact(4)
+                .rposition(|c| unit(c) != 0)
+                .map_or(0, |p| p + 1);
+            item[..4 * len]
+                .chunks_exact(4)
+                .map(|c| {
+                    let c = unit(c);
+                    char::from_u32(c).ok_or_else(|| {
+                        CliError::bad_file(
+                            path,
+                            format!("string element {i} holds {c:#x}, not a code point"),
+                        )
+                    })
                 })
-            })
-            .collect(),
+                .collect()
+        }
         _ => {
             let end = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
             String::from_utf8(item[..end].to_vec()).map_err(|_| {
@@ -800,6 +806,14 @@ mod tests {
             assert_eq!(back.shape(), t.shape());
             assert_eq!(format!("{back:?}"), format!("{t:?}"));
         }
+    }
+
+    #[test]
+    fn strings_keep_inner_nuls_and_lose_trailing_ones_as_numpy_reads_them() {
+        let t = Tensor::new(vec![2], vec!["a\0b".to_string(), "\0\u{4}".into()]).unwrap();
+        assert_eq!(round_trip(&t), t);
+        let trailing = Tensor::new(vec![1], vec!["ab\0\0".to_string()]).unwrap();
+        assert_eq!(round_trip(&trailing).data::<String>().unwrap(), ["ab"]);
     }
 
     #[test]
