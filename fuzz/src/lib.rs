@@ -4,6 +4,8 @@
 //! of the test suite (shared by path, so fuzzing and property tests use the
 //! same independent oracle).
 
+pub mod files;
+
 #[path = "../../crates/gatherscatter/tests/common/mod.rs"]
 #[allow(dead_code, unused_imports, unused_macros)]
 mod common;
