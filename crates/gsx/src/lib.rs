@@ -8,7 +8,6 @@ pub mod budget;
 pub mod commands;
 pub mod error;
 pub mod files;
-pub mod heap;
 pub mod npy;
 
 pub use error::CliError;

@@ -13,7 +13,6 @@ static HEAP: BudgetHeap = BudgetHeap;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    gsx::heap::reexec_with_tunables(gsx::heap::REUSE_TUNABLES, cli.system_malloc);
     budget::set_budget(cli.max_memory.unwrap_or_else(budget::default_budget));
     // A panic is a bug: it is reported as one (exit 70), after unwinding
     // has removed any temporary file.

@@ -809,12 +809,12 @@ fn a_failed_call_leaves_an_existing_output_and_the_inputs_intact() {
 }
 
 #[test]
-fn system_malloc_is_accepted_anywhere_and_changes_no_result() {
+fn max_memory_is_accepted_anywhere_and_changes_no_result_within_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let data = fixture("float32", "data.npy");
     let indices = fixture("float32", "gather_indices.npy");
     let mut outputs = Vec::new();
-    for (k, flags) in [&[][..], &["--system-malloc"][..]].iter().enumerate() {
+    for (k, flags) in [&[][..], &["--max-memory", "64M"][..]].iter().enumerate() {
         let out = dir.path().join(format!("out{k}.npy"));
         let mut args: Vec<&str> = flags.to_vec();
         args.extend([
@@ -834,10 +834,19 @@ fn system_malloc_is_accepted_anywhere_and_changes_no_result() {
         path_str(&indices),
         "-o",
         path_str(&after),
-        "--system-malloc",
+        "--max-memory",
+        "1G",
     ];
     assert_success(&gsx(&args));
     outputs.push(read_tensor(&after));
     assert_eq!(outputs[0], outputs[1]);
     assert_eq!(outputs[0], outputs[2]);
+    let bad = gsx(&[
+        "--max-memory",
+        "4X",
+        "gather",
+        path_str(&data),
+        path_str(&indices),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
 }

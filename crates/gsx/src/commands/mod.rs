@@ -13,11 +13,6 @@ pub mod run;
 #[derive(Debug, Parser)]
 #[command(name = "gsx", version, about, long_about = None)]
 pub struct Cli {
-    /// Keep glibc's default heap settings (large blocks mapped and unmapped
-    /// per call) instead of re-running with a heap that keeps freed outputs
-    /// for reuse.
-    #[arg(long, global = true)]
-    pub system_malloc: bool,
     /// The memory budget: no file may make gsx allocate more, and its heap
     /// stays under it (e.g. 512M, 4G; default: the machine's total memory).
     #[arg(long, global = true, value_name = "SIZE", value_parser = crate::budget::parse_size)]

@@ -10,23 +10,18 @@
 //!   fresh output over 32 MiB is a new `mmap`, whose page faults cost more
 //!   than the gather itself on this machine.)
 //!
-//! Any program embedding the library can set the same variable. Large
-//! blocks are also asked to sit on huge pages by [`HugePageHeap`], which
-//! `gsx-bench` installs as its global allocator.
+//! Any program embedding the library can set the same variable (see
+//! docs/performance.md, "Heap settings for embedders"). Large blocks are
+//! also asked to sit on huge pages by [`HugePageHeap`], which `gsx-bench`
+//! installs as its global allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Freed blocks stay in the one heap for the next call.
-pub const REUSE_TUNABLES: &str =
-    "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296:glibc.malloc.arena_max=1";
-
-/// [`REUSE_TUNABLES`] plus glibc's own huge-page request. `gsx-bench` uses
-/// these (and [`HugePageHeap`], which makes the request hold); `gsx` does
-/// not, because huge pages round its one-shot peak memory up by as much as
-/// 2 MiB (W1: 134.97 MiB against 133.2 MiB), past the 5% budget over
-/// inputs + output, while its `--repeat` timings gain nothing measurable
-/// once outputs are reused.
+/// glibc's own huge-page request, and freed blocks kept in the one heap
+/// for the next call. (`gsx` runs on the default heap: huge pages round
+/// its one-shot peak memory up by as much as 2 MiB, and a one-shot command
+/// reuses nothing.)
 pub const HUGE_PAGE_TUNABLES: &str = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:\
 glibc.malloc.trim_threshold=4294967296:glibc.malloc.arena_max=1";
 
@@ -132,7 +127,6 @@ fn whole_huge_pages(address: usize, size: usize) -> Option<(usize, usize)> {
 /// the huge page size inside one live allocation. A refusal (a kernel
 /// without transparent huge pages) leaves ordinary pages, so it is ignored.
 #[cfg(all(target_os = "linux", not(miri)))]
-#[allow(unsafe_code)]
 fn request_huge_pages(start: usize, len: usize) {
     // SAFETY: the range lies inside a block the system allocator has just
     // handed out and nothing else uses yet; MADV_HUGEPAGE only changes how
@@ -146,7 +140,6 @@ fn request_huge_pages(_start: usize, _len: usize) {}
 
 // SAFETY: every method forwards to `System` with the caller's arguments and
 // returns what it returned; `advise` only reads the block's address.
-#[allow(unsafe_code)]
 unsafe impl GlobalAlloc for HugePageHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded with the caller's guarantees (a non-zero size).
@@ -211,7 +204,6 @@ mod tests {
     /// and above the threshold: the memory is usable, zeroed where asked,
     /// and kept across `realloc`.
     #[test]
-    #[allow(unsafe_code)]
     fn the_heap_hands_out_usable_blocks_of_every_size() {
         for enabled in [false, true] {
             let heap = HugePageHeap::new();
@@ -255,7 +247,6 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     #[cfg_attr(miri, ignore = "Miri cannot call madvise or read /proc")]
-    #[allow(unsafe_code)]
     fn large_blocks_are_marked_for_huge_pages() {
         let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
         if thp.map_or(true, |mode| mode.contains("[never]")) {
@@ -307,17 +298,16 @@ mod tests {
     #[test]
     fn tunables_are_added_once_and_keep_the_callers_own() {
         assert_eq!(
-            tunables_to_set(None, REUSE_TUNABLES).as_deref(),
-            Some(REUSE_TUNABLES)
+            tunables_to_set(None, HUGE_PAGE_TUNABLES).as_deref(),
+            Some(HUGE_PAGE_TUNABLES)
         );
         assert_eq!(
-            tunables_to_set(Some(""), REUSE_TUNABLES).as_deref(),
-            Some(REUSE_TUNABLES)
+            tunables_to_set(Some(""), HUGE_PAGE_TUNABLES).as_deref(),
+            Some(HUGE_PAGE_TUNABLES)
         );
         let mine = "glibc.malloc.tcache_count=0";
-        let both = tunables_to_set(Some(mine), REUSE_TUNABLES).unwrap();
-        assert_eq!(both, format!("{mine}:{REUSE_TUNABLES}"));
-        assert_eq!(tunables_to_set(Some(&both), REUSE_TUNABLES), None);
-        assert!(HUGE_PAGE_TUNABLES.ends_with(REUSE_TUNABLES));
+        let both = tunables_to_set(Some(mine), HUGE_PAGE_TUNABLES).unwrap();
+        assert_eq!(both, format!("{mine}:{HUGE_PAGE_TUNABLES}"));
+        assert_eq!(tunables_to_set(Some(&both), HUGE_PAGE_TUNABLES), None);
     }
 }

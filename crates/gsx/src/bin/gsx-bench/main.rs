@@ -19,9 +19,12 @@
 //! workload is not one this program knows.
 //!
 //! Unless `--system-malloc` is given, the program re-executes itself with
-//! the heap settings of [`gsx::heap`], which make glibc's heap behave like
-//! the peers' allocators, and asks for huge pages under its large blocks
-//! (inputs, outputs) as numpy does for its arrays ([`HugePageHeap`]).
+//! the heap settings of [`heap`], which make glibc's heap behave like the
+//! peers' allocators, and asks for huge pages under its large blocks
+//! (inputs, outputs) as numpy does for its arrays ([`HugePageHeap`]). These
+//! are the benchmark's business: `gsx` itself runs on the default heap.
+
+mod heap;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,7 +34,7 @@ use clap::Parser;
 use gatherscatter::{Gather, GatherElements, Reduction, ScatterElements, Tensor};
 use gsx::error::CliError;
 use gsx::files;
-use gsx::heap::HugePageHeap;
+use heap::HugePageHeap;
 
 #[global_allocator]
 static HEAP: HugePageHeap = HugePageHeap::new();
@@ -272,7 +275,7 @@ fn time_calls(args: &Args, workload: &Workload, inputs: &Inputs) -> Result<Strin
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    gsx::heap::reexec_with_tunables(gsx::heap::HUGE_PAGE_TUNABLES, args.system_malloc);
+    heap::reexec_with_tunables(heap::HUGE_PAGE_TUNABLES, args.system_malloc);
     if !args.system_malloc {
         HEAP.enable();
     }
