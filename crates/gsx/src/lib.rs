@@ -9,5 +9,6 @@ pub mod commands;
 pub mod error;
 pub mod files;
 pub mod npy;
+pub mod reuse;
 
 pub use error::CliError;

@@ -176,6 +176,9 @@ fn execute(
     let updates = updates_path.map(|p| files::load(p)).transpose()?;
     let (data, indices) = (TensorView::from(&data), TensorView::from(&indices));
     let updates = updates.as_ref().map(TensorView::from);
+    if common.repeat.is_some() {
+        crate::reuse::keep_freed_blocks();
+    }
     let pool = thread_pool(common.threads)?;
     // The first call validates and is the warm-up of --repeat.
     let result = in_pool(&pool, || op.call(data, indices, updates))?;
