@@ -7,9 +7,14 @@
 //!
 //! - Every one of the 16 ONNX dtypes ([`DType`]) and every integer index type
 //!   (`i8`..`i64`, `u8`..`u64`).
-//! - Every index is checked before any output is written. Out-of-range values
-//!   are an [`Error`] naming the value, its position, the axis and the valid
-//!   range — never a panic, a wrap or a clamp.
+//! - Every index is checked. Out-of-range values are an [`Error`] naming the
+//!   value, its position, the axis and the valid range — never a panic, a
+//!   wrap or a clamp — and a failed call returns no output. Gather, GatherND,
+//!   ScatterND and TensorScatter check every index before writing;
+//!   GatherElements and ScatterElements, whose indices are as large as their
+//!   output, check each index as they use it, so their `run_into` may leave
+//!   the caller's output buffer partly written on an error (as each
+//!   `run_into` documents). A scatter never writes its `data`.
 //! - [`Profile`]s check a call against the strict contract of ONNX (by opset),
 //!   DirectML (by feature level) or MindSpore.
 //!

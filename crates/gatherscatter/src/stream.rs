@@ -1,9 +1,10 @@
-//! Copies for outputs too large to stay in cache: the library's only
-//! `unsafe` code, x86-64 intrinsics behind safe slice functions.
+//! Copies for outputs too large to stay in cache: x86-64 intrinsics behind
+//! safe slice functions (one of the three modules where the library allows
+//! `unsafe`, with `vector_gather` and `uninit`).
 //!
 //! A row gather whose output does not fit in cache is bound by memory
 //! traffic and latency. Three things pay (measured with `gsx-bench` on the
-//! peers' W1/W8/W10 workloads, see the README's Performance section):
+//! peers' W1/W8/W10 workloads, see docs/performance.md):
 //! - Non-temporal stores write whole cache lines without first reading them
 //!   (an ordinary store reads the line it writes), so the output costs one
 //!   pass over memory instead of two.
