@@ -111,6 +111,7 @@ pub use index::IndexElement;
 pub use ops::gather::{gather, Gather};
 pub use ops::gather_elements::{gather_elements, GatherElements};
 pub use ops::gather_nd::{gather_nd, GatherND};
+pub use ops::op::Op;
 pub use ops::scatter_elements::{scatter_elements, Scatter, ScatterElements};
 pub use ops::scatter_nd::{scatter_nd, ScatterND};
 pub use ops::tensor_scatter::{ScatterMode, TensorScatter};

@@ -850,3 +850,38 @@ fn max_memory_is_accepted_anywhere_and_changes_no_result_within_the_budget() {
     ]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn tensor_scatter_writes_each_batch_at_its_index_in_both_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, t: &Tensor| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, npy::encode(t).unwrap()).unwrap();
+        path
+    };
+    let cache = write("cache.npy", &f32s(&[2, 4, 1], &[0.0; 8]));
+    let update = write("update.npy", &f32s(&[2, 2, 1], &[1.0, 2.0, 3.0, 4.0]));
+    let at = write("at.npy", &i64s(&[2], &[1, 3]));
+    let out = dir.path().join("out.npy");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["tensor-scatter", path_str(&cache), path_str(&update)];
+        args.extend_from_slice(extra);
+        args.extend(["-o", path_str(&out)]);
+        gsx(&args)
+    };
+    // Circular: batch 1 writes positions 3 and 0.
+    assert_success(&run(&[path_str(&at), "--mode", "circular"]));
+    assert_eq!(
+        read_tensor(&out),
+        f32s(&[2, 4, 1], &[0.0, 1.0, 2.0, 0.0, 4.0, 0.0, 0.0, 3.0])
+    );
+    // Linear: batch 1's update would end past the cache.
+    let failed = run(&[path_str(&at)]);
+    expect_failure(&failed, 1, "out_of_bounds");
+    // Without write indices every batch writes at 0.
+    assert_success(&run(&["--axis", "1"]));
+    assert_eq!(
+        read_tensor(&out),
+        f32s(&[2, 4, 1], &[1.0, 2.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0])
+    );
+}

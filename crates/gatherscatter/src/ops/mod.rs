@@ -3,6 +3,7 @@
 pub mod gather;
 pub mod gather_elements;
 pub mod gather_nd;
+pub mod op;
 pub(crate) mod parallel;
 pub mod scatter_elements;
 pub mod scatter_nd;

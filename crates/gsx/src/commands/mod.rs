@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use gatherscatter::{Profile, Reduction};
+use gatherscatter::{Profile, Reduction, ScatterMode};
 
 pub mod conformance;
 pub mod ops;
@@ -40,6 +40,9 @@ pub enum Command {
     GatherNd(GatherNdArgs),
     /// ScatterND: a copy of data with update slices written at k-tuples.
     ScatterNd(ScatterNdArgs),
+    /// TensorScatter: a copy of a KV cache with each batch's update written
+    /// at its write index along the sequence axis.
+    TensorScatter(TensorScatterArgs),
     /// Run ONNX backend-test directories (or the built-in corpus) and compare.
     Conformance(conformance::ConformanceArgs),
 }
@@ -148,6 +151,31 @@ pub struct ScatterNdArgs {
     pub common: CommonArgs,
 }
 
+/// `gsx tensor-scatter`.
+#[derive(Debug, Args)]
+pub struct TensorScatterArgs {
+    /// The cache, rank >= 2, batch first (never modified).
+    pub past_cache: PathBuf,
+    /// The update, the cache's shape but at most as long on the axis.
+    pub update: PathBuf,
+    /// One integer write index per batch entry (default: all 0).
+    pub write_indices: Option<PathBuf>,
+    /// The sequence axis (negative counts from the end; never 0).
+    #[arg(long, default_value_t = -2, allow_hyphen_values = true)]
+    pub axis: i64,
+    /// linear (the update must fit) or circular (positions wrap).
+    #[arg(long, default_value = "linear", value_parser = parse_mode)]
+    pub mode: ScatterMode,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+fn parse_mode(text: &str) -> Result<ScatterMode, String> {
+    text.parse()
+        .map_err(|e: gatherscatter::Error| e.to_string())
+}
+
 fn parse_profile(text: &str) -> Result<Profile, String> {
     text.parse()
         .map_err(|e: gatherscatter::Error| e.to_string())
@@ -168,5 +196,6 @@ pub fn execute(cli: Cli) -> Result<(), crate::CliError> {
         Command::ScatterElements(args) => ops::scatter_elements(&args),
         Command::GatherNd(args) => ops::gather_nd(&args),
         Command::ScatterNd(args) => ops::scatter_nd(&args),
+        Command::TensorScatter(args) => ops::tensor_scatter(&args),
     }
 }

@@ -1,79 +1,31 @@
 //! The per-op subcommands on tensor files.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use gatherscatter::{
-    Gather, GatherElements, GatherND, ScatterElements, ScatterND, Tensor, TensorView,
+    Gather, GatherElements, GatherND, Op, ScatterElements, ScatterND, TensorScatter, TensorView,
 };
 
 use super::{
     CommonArgs, ElementsArgs, GatherArgs, GatherNdArgs, ScatterElementsArgs, ScatterNdArgs,
+    TensorScatterArgs,
 };
 use crate::error::CliError;
 use crate::files;
-
-/// An op with its attributes, callable on views.
-enum OpCall {
-    Gather(Gather),
-    GatherElements(GatherElements),
-    ScatterElements(ScatterElements),
-    GatherND(GatherND),
-    ScatterND(ScatterND),
-}
-
-impl OpCall {
-    fn name(&self) -> &'static str {
-        match self {
-            OpCall::Gather(_) => "gather",
-            OpCall::GatherElements(_) => "gather-elements",
-            OpCall::ScatterElements(_) => "scatter-elements",
-            OpCall::GatherND(_) => "gather-nd",
-            OpCall::ScatterND(_) => "scatter-nd",
-        }
-    }
-
-    fn call(
-        &self,
-        data: TensorView<'_>,
-        indices: TensorView<'_>,
-        updates: Option<TensorView<'_>>,
-    ) -> Result<Tensor, CliError> {
-        let updates = || updates.ok_or_else(|| CliError::internal("updates missing".into()));
-        Ok(match self {
-            OpCall::Gather(op) => op.run(data, indices)?,
-            OpCall::GatherElements(op) => op.run(data, indices)?,
-            OpCall::ScatterElements(op) => op.run(data, indices, updates()?)?,
-            OpCall::GatherND(op) => op.run(data, indices)?,
-            OpCall::ScatterND(op) => op.run(data, indices, updates()?)?,
-        })
-    }
-}
 
 /// `gsx gather`.
 pub fn gather(args: &GatherArgs) -> Result<(), CliError> {
     let op = Gather::new(args.axis)
         .batch_dims(args.batch_dims)
         .profile(args.common.profile);
-    execute(
-        OpCall::Gather(op),
-        &args.data,
-        &args.indices,
-        None,
-        &args.common,
-    )
+    execute(op.into(), &[&args.data, &args.indices], &args.common)
 }
 
 /// `gsx gather-elements`.
 pub fn gather_elements(args: &ElementsArgs) -> Result<(), CliError> {
     let op = GatherElements::new(args.axis).profile(args.common.profile);
-    execute(
-        OpCall::GatherElements(op),
-        &args.data,
-        &args.indices,
-        None,
-        &args.common,
-    )
+    execute(op.into(), &[&args.data, &args.indices], &args.common)
 }
 
 /// `gsx scatter-elements`.
@@ -82,10 +34,8 @@ pub fn scatter_elements(args: &ScatterElementsArgs) -> Result<(), CliError> {
         .reduction(args.reduction)
         .profile(args.common.profile);
     execute(
-        OpCall::ScatterElements(op),
-        &args.data,
-        &args.indices,
-        Some(&args.updates),
+        op.into(),
+        &[&args.data, &args.indices, &args.updates],
         &args.common,
     )
 }
@@ -95,13 +45,7 @@ pub fn gather_nd(args: &GatherNdArgs) -> Result<(), CliError> {
     let op = GatherND::new()
         .batch_dims(args.batch_dims)
         .profile(args.common.profile);
-    execute(
-        OpCall::GatherND(op),
-        &args.data,
-        &args.indices,
-        None,
-        &args.common,
-    )
+    execute(op.into(), &[&args.data, &args.indices], &args.common)
 }
 
 /// `gsx scatter-nd`.
@@ -110,10 +54,8 @@ pub fn scatter_nd(args: &ScatterNdArgs) -> Result<(), CliError> {
         .reduction(args.reduction)
         .profile(args.common.profile);
     execute(
-        OpCall::ScatterND(op),
-        &args.data,
-        &args.indices,
-        Some(&args.updates),
+        op.into(),
+        &[&args.data, &args.indices, &args.updates],
         &args.common,
     )
 }
@@ -123,6 +65,17 @@ pub fn scatter_nd(args: &ScatterNdArgs) -> Result<(), CliError> {
 /// thread count), and thousands exhaust the process's resources.
 pub fn max_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()) * 4
+}
+
+/// `gsx tensor-scatter`.
+pub fn tensor_scatter(args: &TensorScatterArgs) -> Result<(), CliError> {
+    let op = TensorScatter::new()
+        .axis(args.axis)
+        .mode(args.mode)
+        .profile(args.common.profile);
+    let mut inputs = vec![&args.past_cache, &args.update];
+    inputs.extend(&args.write_indices);
+    execute(op.into(), &inputs, &args.common)
 }
 
 /// A rayon pool of the requested size (at most [`max_threads`]), or the
@@ -153,35 +106,28 @@ pub fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, f: impl FnOnce() -> R 
     }
 }
 
-fn execute(
-    op: OpCall,
-    data_path: &Path,
-    indices_path: &Path,
-    updates_path: Option<&PathBuf>,
-    common: &CommonArgs,
-) -> Result<(), CliError> {
+fn execute(op: Op, paths: &[&PathBuf], common: &CommonArgs) -> Result<(), CliError> {
     if common.output.is_none() && common.repeat.is_none() {
         return Err(CliError::usage(
             "give -o/--output FILE, or --repeat N to time the op without writing".into(),
         ));
     }
-    let mut inputs = vec![data_path.to_path_buf(), indices_path.to_path_buf()];
-    inputs.extend(updates_path.cloned());
+    let inputs: Vec<PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
     if let Some(output) = &common.output {
         // Before any work: a result that would replace an input is refused.
         files::check_not_an_input(output, &inputs)?;
     }
-    let data = files::load(data_path)?;
-    let indices = files::load(indices_path)?;
-    let updates = updates_path.map(|p| files::load(p)).transpose()?;
-    let (data, indices) = (TensorView::from(&data), TensorView::from(&indices));
-    let updates = updates.as_ref().map(TensorView::from);
+    let tensors = inputs
+        .iter()
+        .map(|p| files::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let views: Vec<TensorView<'_>> = tensors.iter().map(TensorView::from).collect();
     if common.repeat.is_some() {
         crate::reuse::keep_freed_blocks();
     }
     let pool = thread_pool(common.threads)?;
     // The first call validates and is the warm-up of --repeat.
-    let result = in_pool(&pool, || op.call(data, indices, updates))?;
+    let result = in_pool(&pool, || op.run(&views))?;
     if let Some(output) = &common.output {
         files::save(output, &result, "output", &inputs)?;
     }
@@ -190,14 +136,14 @@ fn execute(
         let mut times = Vec::new();
         for _ in 0..repeat {
             let start = Instant::now();
-            let out = in_pool(&pool, || op.call(data, indices, updates))?;
+            let out = in_pool(&pool, || op.run(&views))?;
             times.push(start.elapsed().as_secs_f64());
             drop(out);
         }
         let threads = pool
             .as_ref()
             .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
-        println!("{}", timing_json(op.name(), threads, &times));
+        println!("{}", timing_json(op.command(), threads, &times));
     }
     Ok(())
 }

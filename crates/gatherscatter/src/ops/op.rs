@@ -1,0 +1,194 @@
+//! Every operator of the library in one list: [`Op`], with its names, its
+//! inputs and one `run`, so a caller that dispatches by name (the `gsx`
+//! subcommands, model runners, fuzz targets, bindings) adds a new operator
+//! here and nowhere else.
+
+use crate::error::{Error, Result};
+use crate::ops::gather::Gather;
+use crate::ops::gather_elements::GatherElements;
+use crate::ops::gather_nd::GatherND;
+use crate::ops::scatter_elements::ScatterElements;
+use crate::ops::scatter_nd::ScatterND;
+use crate::ops::tensor_scatter::TensorScatter;
+use crate::tensor::Tensor;
+use crate::tensor_view::TensorView;
+
+/// One operator with its attributes.
+///
+/// ```
+/// use gatherscatter::{Gather, Op, Tensor, TensorView};
+///
+/// let op = Op::from(Gather::new(0));
+/// assert_eq!((op.name(), op.command()), ("Gather", "gather"));
+/// assert_eq!(op.inputs(), ["data", "indices"]);
+/// let data = Tensor::new(vec![3], vec![10i32, 20, 30])?;
+/// let indices = Tensor::new(vec![2], vec![2i64, 0])?;
+/// let out = op.run(&[TensorView::from(&data), TensorView::from(&indices)])?;
+/// assert_eq!(out.data::<i32>().unwrap(), &[30, 10]);
+/// # Ok::<(), gatherscatter::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Op {
+    /// [`Gather`].
+    Gather(Gather),
+    /// [`GatherElements`].
+    GatherElements(GatherElements),
+    /// [`ScatterElements`] (and the deprecated Scatter).
+    ScatterElements(ScatterElements),
+    /// [`GatherND`].
+    GatherND(GatherND),
+    /// [`ScatterND`].
+    ScatterND(ScatterND),
+    /// [`TensorScatter`].
+    TensorScatter(TensorScatter),
+}
+
+impl Op {
+    /// Every operator's ONNX name, in this list's order.
+    pub const NAMES: [&'static str; 6] = [
+        "Gather",
+        "GatherElements",
+        "ScatterElements",
+        "GatherND",
+        "ScatterND",
+        "TensorScatter",
+    ];
+
+    /// The ONNX name (`"GatherElements"`).
+    pub fn name(&self) -> &'static str {
+        Self::NAMES[self.position()]
+    }
+
+    /// The command-line name (`"gather-elements"`).
+    pub fn command(&self) -> &'static str {
+        [
+            "gather",
+            "gather-elements",
+            "scatter-elements",
+            "gather-nd",
+            "scatter-nd",
+            "tensor-scatter",
+        ][self.position()]
+    }
+
+    /// The names of the inputs, in order; the last of TensorScatter's
+    /// (`write_indices`) may be left out.
+    pub fn inputs(&self) -> &'static [&'static str] {
+        match self {
+            Op::Gather(_) | Op::GatherElements(_) | Op::GatherND(_) => &["data", "indices"],
+            Op::ScatterElements(_) | Op::ScatterND(_) => &["data", "indices", "updates"],
+            Op::TensorScatter(_) => &["past_cache", "update", "write_indices"],
+        }
+    }
+
+    /// How many inputs must be given.
+    pub fn required_inputs(&self) -> usize {
+        match self {
+            Op::TensorScatter(_) => 2,
+            other => other.inputs().len(),
+        }
+    }
+
+    fn position(&self) -> usize {
+        match self {
+            Op::Gather(_) => 0,
+            Op::GatherElements(_) => 1,
+            Op::ScatterElements(_) => 2,
+            Op::GatherND(_) => 3,
+            Op::ScatterND(_) => 4,
+            Op::TensorScatter(_) => 5,
+        }
+    }
+
+    /// Run on the inputs in [`Op::inputs`] order. Too few or too many is a
+    /// `shape_mismatch` error naming the operator's inputs.
+    pub fn run(&self, inputs: &[TensorView<'_>]) -> Result<Tensor> {
+        let (required, all) = (self.required_inputs(), self.inputs().len());
+        if !(required..=all).contains(&inputs.len()) {
+            let count = if required == all {
+                format!("{all}")
+            } else {
+                format!("{required} to {all}")
+            };
+            return Err(Error::shape(format!(
+                "{} takes {count} inputs ({}), {} were given",
+                self.name(),
+                self.inputs().join(", "),
+                inputs.len()
+            )));
+        }
+        let i = |k: usize| inputs[k];
+        match self {
+            Op::Gather(op) => op.run(i(0), i(1)),
+            Op::GatherElements(op) => op.run(i(0), i(1)),
+            Op::ScatterElements(op) => op.run(i(0), i(1), i(2)),
+            Op::GatherND(op) => op.run(i(0), i(1)),
+            Op::ScatterND(op) => op.run(i(0), i(1), i(2)),
+            Op::TensorScatter(op) => op.run(i(0), i(1), inputs.get(2).copied()),
+        }
+    }
+}
+
+macro_rules! from_builder {
+    ($($builder:ident),*) => {$(
+        impl From<$builder> for Op {
+            fn from(op: $builder) -> Op {
+                Op::$builder(op)
+            }
+        }
+    )*};
+}
+
+from_builder!(
+    Gather,
+    GatherElements,
+    ScatterElements,
+    GatherND,
+    ScatterND,
+    TensorScatter
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_op() -> [Op; 6] {
+        [
+            Gather::new(0).into(),
+            GatherElements::new(0).into(),
+            ScatterElements::new(0).into(),
+            GatherND::new().into(),
+            ScatterND::new().into(),
+            TensorScatter::new().into(),
+        ]
+    }
+
+    #[test]
+    fn names_follow_the_list_and_commands_are_their_kebab_case() {
+        let expected = [
+            ("Gather", "gather"),
+            ("GatherElements", "gather-elements"),
+            ("ScatterElements", "scatter-elements"),
+            ("GatherND", "gather-nd"),
+            ("ScatterND", "scatter-nd"),
+            ("TensorScatter", "tensor-scatter"),
+        ];
+        for (op, (name, command)) in every_op().iter().zip(expected) {
+            assert_eq!((op.name(), op.command()), (name, command));
+        }
+        assert_eq!(Op::NAMES, expected.map(|(name, _)| name));
+    }
+
+    #[test]
+    fn a_wrong_number_of_inputs_is_an_error_naming_them() {
+        let t = Tensor::new(vec![1], vec![0i64]).unwrap();
+        let v = TensorView::from(&t);
+        for op in every_op() {
+            let err = op.run(&[v]).unwrap_err();
+            assert!(err.to_string().contains(op.inputs()[1]), "{err}");
+            let too_many = vec![v; op.inputs().len() + 1];
+            assert!(op.run(&too_many).is_err());
+        }
+    }
+}
