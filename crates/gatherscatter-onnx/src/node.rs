@@ -2,7 +2,7 @@
 //! the profile of its domain.
 
 use gatherscatter::{
-    DType, Error, FeatureLevel, Gather, GatherElements, GatherND, Profile, Reduction, Scatter,
+    DType, Error, FeatureLevel, Gather, GatherElements, GatherND, Op, Profile, Reduction, Scatter,
     ScatterElements, ScatterMode, ScatterND, Tensor, TensorScatter, TensorView,
 };
 
@@ -22,13 +22,10 @@ pub const DEFAULT_DIRECTML_FEATURE_LEVEL: &str = "4.1";
 /// The ops a node can hold.
 #[derive(Debug, Clone)]
 pub(crate) enum NodeOp {
-    Gather(Gather),
-    GatherElements(GatherElements),
+    /// One of the library's operators.
+    Op(Op),
+    /// The deprecated Scatter (opsets 9 and 11).
     Scatter(Scatter),
-    ScatterElements(ScatterElements),
-    GatherND(GatherND),
-    ScatterND(ScatterND),
-    TensorScatter(TensorScatter),
     Constant(Tensor),
 }
 
@@ -80,13 +77,15 @@ impl PreparedNode {
         };
         let (op, arity) = match (domain, op_type) {
             ("", "Gather") => (
-                NodeOp::Gather(Gather::new(attrs.int("axis", 0)?).profile(onnx_profile()?)),
+                NodeOp::Op(Op::Gather(
+                    Gather::new(attrs.int("axis", 0)?).profile(onnx_profile()?),
+                )),
                 2..=2,
             ),
             ("", "GatherElements") => (
-                NodeOp::GatherElements(
+                NodeOp::Op(Op::GatherElements(
                     GatherElements::new(attrs.int("axis", 0)?).profile(onnx_profile()?),
-                ),
+                )),
                 2..=2,
             ),
             ("", "Scatter") => (
@@ -94,27 +93,27 @@ impl PreparedNode {
                 3..=3,
             ),
             ("", "ScatterElements") => (
-                NodeOp::ScatterElements(
+                NodeOp::Op(Op::ScatterElements(
                     ScatterElements::new(attrs.int("axis", 0)?)
                         .reduction(attrs.reduction()?)
                         .profile(onnx_profile()?),
-                ),
+                )),
                 3..=3,
             ),
             ("", "GatherND") => (
-                NodeOp::GatherND(
+                NodeOp::Op(Op::GatherND(
                     GatherND::new()
                         .batch_dims(attrs.count("batch_dims")?)
                         .profile(onnx_profile()?),
-                ),
+                )),
                 2..=2,
             ),
             ("", "ScatterND") => (
-                NodeOp::ScatterND(
+                NodeOp::Op(Op::ScatterND(
                     ScatterND::new()
                         .reduction(attrs.reduction()?)
                         .profile(onnx_profile()?),
-                ),
+                )),
                 3..=3,
             ),
             ("", "TensorScatter") => {
@@ -123,28 +122,28 @@ impl PreparedNode {
                     .parse()
                     .map_err(|e| attrs.op_error(e))?;
                 (
-                    NodeOp::TensorScatter(
+                    NodeOp::Op(Op::TensorScatter(
                         TensorScatter::new()
                             .axis(attrs.int("axis", -2)?)
                             .mode(mode)
                             .profile(onnx_profile()?),
-                    ),
+                    )),
                     2..=3,
                 )
             }
             ("", "Constant") => (NodeOp::Constant(attrs.constant_value()?), 0..=0),
             (MINDSPORE_DOMAIN, "MsGather") => (
-                NodeOp::Gather(
+                NodeOp::Op(Op::Gather(
                     Gather::new(attrs.int("axis", 0)?)
                         .batch_dims(attrs.count("batch_dims")?)
                         .profile(Profile::MindSpore),
-                ),
+                )),
                 2..=2,
             ),
             (MINDSPORE_DOMAIN, "MsGatherD") => (
-                NodeOp::GatherElements(
+                NodeOp::Op(Op::GatherElements(
                     GatherElements::new(attrs.int("dim", 0)?).profile(Profile::MindSpore),
-                ),
+                )),
                 2..=2,
             ),
             (DIRECTML_DOMAIN, "DmlGatherElements") => {
@@ -153,10 +152,10 @@ impl PreparedNode {
                     .parse()
                     .map_err(|e| attrs.op_error(e))?;
                 (
-                    NodeOp::GatherElements(
+                    NodeOp::Op(Op::GatherElements(
                         GatherElements::new(attrs.int("axis", 0)?)
                             .profile(Profile::DirectMl { level }),
-                    ),
+                    )),
                     2..=2,
                 )
             }
@@ -222,13 +221,18 @@ impl PreparedNode {
             })
         };
         let result = match &self.op {
-            NodeOp::Gather(op) => op.run(arg(0)?, arg(1)?),
-            NodeOp::GatherElements(op) => op.run(arg(0)?, arg(1)?),
+            NodeOp::Op(op) => {
+                // The inputs given, up to the first omitted optional one.
+                let mut views = Vec::with_capacity(op.inputs().len());
+                for i in 0..op.inputs().len() {
+                    match required(i) {
+                        None if i >= op.required_inputs() => break,
+                        _ => views.push(arg(i)?),
+                    }
+                }
+                op.run(&views)
+            }
             NodeOp::Scatter(op) => op.run(arg(0)?, arg(1)?, arg(2)?),
-            NodeOp::ScatterElements(op) => op.run(arg(0)?, arg(1)?, arg(2)?),
-            NodeOp::GatherND(op) => op.run(arg(0)?, arg(1)?),
-            NodeOp::ScatterND(op) => op.run(arg(0)?, arg(1)?, arg(2)?),
-            NodeOp::TensorScatter(op) => op.run(arg(0)?, arg(1)?, required(2)),
             NodeOp::Constant(value) => Ok(value.clone()),
         };
         result.map_err(|source| OnnxError::Op {
@@ -242,8 +246,12 @@ impl PreparedNode {
     /// a tolerance by the conformance runner).
     pub fn accumulates(&self) -> bool {
         match &self.op {
-            NodeOp::ScatterElements(op) => matches!(op.reduction, Reduction::Add | Reduction::Mul),
-            NodeOp::ScatterND(op) => matches!(op.reduction, Reduction::Add | Reduction::Mul),
+            NodeOp::Op(Op::ScatterElements(op)) => {
+                matches!(op.reduction, Reduction::Add | Reduction::Mul)
+            }
+            NodeOp::Op(Op::ScatterND(op)) => {
+                matches!(op.reduction, Reduction::Add | Reduction::Mul)
+            }
             _ => false,
         }
     }
