@@ -114,11 +114,12 @@ mod tests {
             format!("{sixteen:?}"),
             "sixteen dims print as Debug does"
         );
-        let many: Vec<usize> = (0..2_000_000).collect();
+        // (Two million dims are checked natively by gsx's hostile tests;
+        // Miri runs this one.)
+        let many: Vec<usize> = (0..300).collect();
         assert_eq!(
             Dims(&many).to_string(),
-            "[0, 1, 2, 3, 4, 5, 6, 7, ..., 1999992, 1999993, 1999994, 1999995, 1999996, \
-             1999997, 1999998, 1999999] (2000000 dims)"
+            "[0, 1, 2, 3, 4, 5, 6, 7, ..., 292, 293, 294, 295, 296, 297, 298, 299] (300 dims)"
         );
     }
 
