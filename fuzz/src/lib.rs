@@ -389,3 +389,142 @@ pub fn fuzz_onnx_tensor(bytes: &[u8]) {
         assert_eq!(format!("{back:?}"), format!("{tensor:?}"));
     }
 }
+
+/// TensorScatter: a cache of rank 2 to 4, an update no longer than it on
+/// the sequence axis (or longer, to be refused), hostile write indices of
+/// every index type, both modes; a success must equal the reference, an
+/// out-of-bounds error must mean a write index really puts an update outside
+/// the cache, and the cache is never written.
+pub fn fuzz_tensor_scatter(bytes: &[u8]) {
+    let mut u = Unstructured::new(bytes);
+    let Ok(case) = TensorScatterCase::decode(&mut u) else {
+        return;
+    };
+    for_dtype!(case.dtype, run_tensor_scatter(&case))
+}
+
+#[derive(Debug)]
+struct TensorScatterCase {
+    dtype: DType,
+    index_dtype: Option<DType>,
+    shape: Vec<usize>,
+    update_len: usize,
+    axis: i64,
+    write: Vec<i128>,
+    circular: bool,
+    seed: i64,
+}
+
+impl TensorScatterCase {
+    fn decode(u: &mut Unstructured) -> Result<TensorScatterCase> {
+        let rank = u.int_in_range(2..=4)?;
+        let shape: Vec<usize> = (0..rank).map(|_| dim(u)).collect::<Result<_>>()?;
+        let axis =
+            u.int_in_range(1..=rank - 1)? as i64 - if u.arbitrary()? { rank as i64 } else { 0 };
+        let normal = axis.rem_euclid(rank as i64) as usize;
+        let update_len = u.int_in_range(0..=shape[normal] + 1)?;
+        let index_dtype = match u.int_in_range(0..=8)? {
+            0 => None,
+            k => Some(DType::INDEX_TYPES[k as usize - 1]),
+        };
+        let write = (0..shape[0])
+            .map(|_| {
+                Ok(match u.int_in_range(0..=5)? {
+                    0 => -1,
+                    1 => i64::MAX as i128,
+                    2 => shape[normal] as i128,
+                    _ => u.int_in_range(0..=shape[normal] as i64)? as i128,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(TensorScatterCase {
+            dtype: DType::ALL[u.int_in_range(0..=DType::ALL.len() - 1)?],
+            index_dtype,
+            shape,
+            update_len,
+            axis,
+            write,
+            circular: u.arbitrary()?,
+            seed: u.arbitrary()?,
+        })
+    }
+}
+
+fn run_tensor_scatter<T: RefReduce>(case: &TensorScatterCase) {
+    let rank = case.shape.len() as i64;
+    let axis = case.axis.rem_euclid(rank) as usize;
+    let mut update_shape = case.shape.clone();
+    update_shape[axis] = case.update_len;
+    let past = data_tensor(case.dtype, &case.shape, case.seed);
+    let before = past.clone();
+    let update = data_tensor(case.dtype, &update_shape, case.seed ^ 0x5eed);
+    // A write index of i64::MAX does not fit the narrower types: clamp it
+    // to the type's range, as the value it stands for.
+    let write = case.index_dtype.map(|d| {
+        let values: Vec<i128> = case.write.iter().map(|&w| clamp_to(d, w)).collect();
+        (index_tensor(d, &[values.len()], &values), values)
+    });
+    let mode = if case.circular {
+        gatherscatter::ScatterMode::Circular
+    } else {
+        gatherscatter::ScatterMode::Linear
+    };
+    let result = gatherscatter::TensorScatter::new()
+        .axis(case.axis)
+        .mode(mode)
+        .run(
+            &past,
+            &update,
+            write
+                .as_ref()
+                .map(|(t, _)| gatherscatter::TensorView::from(t)),
+        );
+    assert_eq!(
+        format!("{past:?}"),
+        format!("{before:?}"),
+        "the cache is never written"
+    );
+    let zeros = vec![0i128; case.shape[0]];
+    let values = write.as_ref().map_or(&zeros, |(_, v)| v);
+    let reference = || {
+        reference_tensor_scatter(
+            past.data::<T>().unwrap(),
+            &case.shape,
+            update.data::<T>().unwrap(),
+            &update_shape,
+            values,
+            axis,
+            case.circular,
+        )
+    };
+    match result {
+        Ok(out) => {
+            let expected = reference().expect("success, so every write index fits");
+            let got = out.data::<T>().expect("the cache's dtype");
+            assert_eq!(out.shape(), case.shape.as_slice(), "{case:?}");
+            for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
+                assert!(T::same(g, e), "element {k}: {g:?} != {e:?} in {case:?}");
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::OutOfBounds && case.update_len <= case.shape[axis] => {
+            let empty = past.is_empty() || update.is_empty();
+            assert!(empty || reference().is_none(), "spurious {e} for {case:?}");
+        }
+        Err(_) => {}
+    }
+}
+
+/// `w` as the nearest value of index type `dtype`.
+fn clamp_to(dtype: DType, w: i128) -> i128 {
+    let (lo, hi): (i128, i128) = match dtype {
+        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        DType::I64 => (i64::MIN.into(), i64::MAX.into()),
+        DType::U8 => (0, u8::MAX.into()),
+        DType::U16 => (0, u16::MAX.into()),
+        DType::U32 => (0, u32::MAX.into()),
+        _ => (0, u64::MAX.into()),
+    };
+    w.clamp(lo, hi)
+}

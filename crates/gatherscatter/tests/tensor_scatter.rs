@@ -285,31 +285,8 @@ fn reference<T: Clone>(
     axis: usize,
     circular: bool,
 ) -> Vec<T> {
-    let mut out = past.to_vec();
-    for prefix in coordinates(&shape[..axis]) {
-        for s in 0..update_shape[axis] {
-            let mut pos = write[prefix[0]] + s as i128;
-            if circular {
-                pos %= shape[axis] as i128;
-            }
-            for rest in coordinates(&shape[axis + 1..]) {
-                let cache: Vec<usize> = prefix
-                    .iter()
-                    .copied()
-                    .chain([pos as usize])
-                    .chain(rest.iter().copied())
-                    .collect();
-                let upd: Vec<usize> = prefix
-                    .iter()
-                    .copied()
-                    .chain([s])
-                    .chain(rest.iter().copied())
-                    .collect();
-                out[offset(&cache, shape)] = update[offset(&upd, update_shape)].clone();
-            }
-        }
-    }
-    out
+    reference_tensor_scatter(past, shape, update, update_shape, write, axis, circular)
+        .expect("the property test draws valid write indices")
 }
 
 fn check<T: FromSeed>(

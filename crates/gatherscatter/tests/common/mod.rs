@@ -612,3 +612,59 @@ pub fn fit_tuples(raw: &mut [i128], dims: &[usize], dtype: DType) {
         }
     }
 }
+
+/// TensorScatter from the ONNX pseudocode: for each batch entry `b` (the
+/// first dim) and each step `s` of the update's sequence axis, the update's
+/// slice goes to position `write[b] + s` of the cache's axis (modulo its
+/// size when `circular`). `None` when a write index puts an update outside
+/// the cache (negative, or past the end in linear mode).
+pub fn reference_tensor_scatter<T: Clone>(
+    past: &[T],
+    shape: &[usize],
+    update: &[T],
+    update_shape: &[usize],
+    write: &[i128],
+    axis: usize,
+    circular: bool,
+) -> Option<Vec<T>> {
+    let max = shape[axis] as i128;
+    for &w in write {
+        let fits = if circular {
+            w >= 0
+        } else {
+            w >= 0 && w + update_shape[axis] as i128 <= max
+        };
+        // An empty cache or update writes nothing, whatever the index.
+        if !fits && !past.is_empty() && !update.is_empty() {
+            return None;
+        }
+    }
+    let mut out = past.to_vec();
+    if update.is_empty() {
+        return Some(out);
+    }
+    for prefix in coordinates(&shape[..axis]) {
+        for s in 0..update_shape[axis] {
+            let mut pos = write[prefix[0]] + s as i128;
+            if circular {
+                pos %= max;
+            }
+            for rest in coordinates(&shape[axis + 1..]) {
+                let cache: Vec<usize> = prefix
+                    .iter()
+                    .copied()
+                    .chain([pos as usize])
+                    .chain(rest.iter().copied())
+                    .collect();
+                let upd: Vec<usize> = prefix
+                    .iter()
+                    .copied()
+                    .chain([s])
+                    .chain(rest.iter().copied())
+                    .collect();
+                out[offset(&cache, shape)] = update[offset(&upd, update_shape)].clone();
+            }
+        }
+    }
+    Some(out)
+}
