@@ -276,19 +276,6 @@ fn onnx_profile_needs_opset_24_and_int64_write_indices() {
 
 // ---- property test against the ONNX pseudocode ----
 
-fn reference<T: Clone>(
-    past: &[T],
-    shape: &[usize],
-    update: &[T],
-    update_shape: &[usize],
-    write: &[i128],
-    axis: usize,
-    circular: bool,
-) -> Vec<T> {
-    reference_tensor_scatter(past, shape, update, update_shape, write, axis, circular)
-        .expect("the property test draws valid write indices")
-}
-
 fn check<T: FromSeed>(
     shape: &[usize],
     axis: usize,
@@ -303,7 +290,9 @@ fn check<T: FromSeed>(
     let m: usize = update_shape.iter().product();
     let past: Vec<T> = (0..n as i64).map(T::from_seed).collect();
     let update: Vec<T> = (1000..1000 + m as i64).map(T::from_seed).collect();
-    let expected = reference(&past, shape, &update, &update_shape, write, axis, circular);
+    let expected =
+        reference_tensor_scatter(&past, shape, &update, &update_shape, write, axis, circular)
+            .expect("the property test draws valid write indices");
     let mode = if circular {
         ScatterMode::Circular
     } else {

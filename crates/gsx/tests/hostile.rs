@@ -589,23 +589,28 @@ fn a_hard_link_of_an_input_is_not_replaced() {
     assert_eq!(std::fs::read(dir.path().join("link.npy")).unwrap(), before);
 }
 
-/// Gathers chained so that every node doubles the tensor: node k gathers
-/// `[[0], [0]]` along axis k, whose size is 1.
-fn doubling_chain(nodes: usize) -> Vec<u8> {
+/// A model of `nodes` Gathers in a chain: node k gathers `x{k}` at the
+/// graph input `indices` (of `index_dtype`) along the axis `axis(k)` gives.
+fn gather_chain(
+    nodes: usize,
+    indices: &str,
+    index_dtype: DType,
+    axis: impl Fn(usize) -> i64,
+) -> Vec<u8> {
     let mut model = single_node_model(
         "",
         "Gather",
         13,
-        &[("x0", Some(DType::F32)), ("two", Some(DType::I64))],
+        &[("x0", Some(DType::F32)), (indices, Some(index_dtype))],
         vec![],
     );
     let graph = model.graph.as_mut().unwrap();
     graph.node = (0..nodes)
         .map(|k| NodeProto {
-            input: vec![format!("x{k}"), "two".into()],
+            input: vec![format!("x{k}"), indices.into()],
             output: vec![format!("x{}", k + 1)],
             op_type: Some("Gather".into()),
-            attribute: vec![int_attribute("axis", k as i64)],
+            attribute: vec![int_attribute("axis", axis(k))],
             ..NodeProto::default()
         })
         .collect();
@@ -613,26 +618,15 @@ fn doubling_chain(nodes: usize) -> Vec<u8> {
     model.encode_to_vec()
 }
 
+/// Gathers chained so that every node doubles the tensor: node k gathers
+/// `[[0], [0]]` along axis k, whose size is 1.
+fn doubling_chain(nodes: usize) -> Vec<u8> {
+    gather_chain(nodes, "two", DType::I64, |k| k as i64)
+}
+
 /// A chain of `nodes` Gathers, each permuting the previous result.
 fn permutation_chain(nodes: usize) -> Vec<u8> {
-    let mut model = single_node_model(
-        "",
-        "Gather",
-        13,
-        &[("x0", Some(DType::F32)), ("perm", Some(DType::I32))],
-        vec![],
-    );
-    let graph = model.graph.as_mut().unwrap();
-    graph.node = (0..nodes)
-        .map(|k| NodeProto {
-            input: vec![format!("x{k}"), "perm".into()],
-            output: vec![format!("x{}", k + 1)],
-            op_type: Some("Gather".into()),
-            ..NodeProto::default()
-        })
-        .collect();
-    graph.output = vec![value_info(&format!("x{nodes}"), Some(DType::F32))];
-    model.encode_to_vec()
+    gather_chain(nodes, "perm", DType::I32, |_| 0)
 }
 
 #[test]
