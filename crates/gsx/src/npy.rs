@@ -817,6 +817,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a 90 KB header or 512 KB of text is minutes under Miri; safe code, run natively"
+    )]
     fn a_header_over_64_kib_is_written_as_version_2() {
         let shape = vec![1usize; 30_000];
         let t = Tensor::new(shape.clone(), vec![9u8]).unwrap();
@@ -826,6 +830,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a 90 KB header or 512 KB of text is minutes under Miri; safe code, run natively"
+    )]
     fn strings_longer_than_a_chunk_are_written_in_pieces() {
         let long: String = "ab".repeat(CHUNK);
         let t = Tensor::new(vec![3], vec![String::new(), long.clone(), "x".into()]).unwrap();
