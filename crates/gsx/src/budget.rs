@@ -100,11 +100,6 @@ pub struct BudgetHeap;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 impl BudgetHeap {
-    /// Bytes currently allocated through this heap.
-    pub fn live() -> usize {
-        LIVE.load(Ordering::Relaxed)
-    }
-
     /// Count `size` more bytes if the budget allows them.
     fn admit(size: usize) -> bool {
         let limit = usize::try_from(budget()).unwrap_or(usize::MAX);
@@ -116,6 +111,19 @@ impl BudgetHeap {
 
     fn release(size: usize) {
         LIVE.fetch_sub(size, Ordering::Relaxed);
+    }
+
+    /// Count `size` bytes, then `allocate` them; a refusal by the budget or
+    /// by the system is null, and a system refusal is uncounted again.
+    fn counted(size: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
+        if !Self::admit(size) {
+            return std::ptr::null_mut();
+        }
+        let ptr = allocate();
+        if ptr.is_null() {
+            Self::release(size);
+        }
+        ptr
     }
 }
 
@@ -131,27 +139,13 @@ fn admitted(live: usize, size: usize, limit: usize) -> Option<usize> {
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for BudgetHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !Self::admit(layout.size()) {
-            return std::ptr::null_mut();
-        }
         // SAFETY: the caller's layout goes to System as it came.
-        let ptr = unsafe { System.alloc(layout) };
-        if ptr.is_null() {
-            Self::release(layout.size());
-        }
-        ptr
+        Self::counted(layout.size(), || unsafe { System.alloc(layout) })
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if !Self::admit(layout.size()) {
-            return std::ptr::null_mut();
-        }
         // SAFETY: as in `alloc`.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if ptr.is_null() {
-            Self::release(layout.size());
-        }
-        ptr
+        Self::counted(layout.size(), || unsafe { System.alloc_zeroed(layout) })
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {

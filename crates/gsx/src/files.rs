@@ -210,11 +210,6 @@ impl Staged {
         }
         Ok(staged)
     }
-
-    /// The path the output will have.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
 }
 
 impl Drop for Staged {

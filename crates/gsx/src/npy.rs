@@ -300,7 +300,6 @@ pub fn read(path: &Path) -> Result<Tensor, CliError> {
 /// errors. The reader must yield exactly `file_len` bytes: fewer or more is
 /// `the file changed while it was read`.
 pub fn read_from(reader: &mut impl Read, file_len: u64, path: &Path) -> Result<Tensor, CliError> {
-    let changed = || CliError::bad_file(path, "the file changed while it was read".into());
     let file_len = usize::try_from(file_len)
         .map_err(|_| CliError::bad_file(path, "larger than this machine's address space".into()))?;
     let mut prefix = vec![0u8; file_len.min(12)];
@@ -361,7 +360,7 @@ pub fn read_from(reader: &mut impl Read, file_len: u64, path: &Path) -> Result<T
     let mut probe = [0u8; 1];
     match reader.read(&mut probe) {
         Ok(0) => {}
-        Ok(_) => return Err(changed()),
+        Ok(_) => return Err(changed(path)),
         Err(e) => return Err(CliError::io(path, e)),
     }
     if header.fortran_order {
@@ -371,13 +370,15 @@ pub fn read_from(reader: &mut impl Read, file_len: u64, path: &Path) -> Result<T
     }
 }
 
-/// `read_exact`, with a file that ends early reported as changed while
-/// it was read (its size was known when it was opened).
+/// The error for a file whose size differs from the one it had when opened.
+fn changed(path: &Path) -> CliError {
+    CliError::bad_file(path, "the file changed while it was read".into())
+}
+
+/// `read_exact`, with a file that ends early reported as [`changed`].
 fn read_exact(reader: &mut dyn Read, buf: &mut [u8], path: &Path) -> Result<(), CliError> {
     reader.read_exact(buf).map_err(|e| match e.kind() {
-        io::ErrorKind::UnexpectedEof => {
-            CliError::bad_file(path, "the file changed while it was read".into())
-        }
+        io::ErrorKind::UnexpectedEof => changed(path),
         _ => CliError::io(path, e),
     })
 }
