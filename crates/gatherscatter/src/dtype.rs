@@ -67,7 +67,7 @@ impl DType {
         DType::BF16,
     ];
 
-    /// The integer types accepted as indices (SPEC §2.3).
+    /// The integer types accepted as indices (spec §2.3).
     pub const INDEX_TYPES: [DType; 8] = [
         DType::I8,
         DType::I16,

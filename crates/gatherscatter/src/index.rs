@@ -16,7 +16,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// An integer type that may hold indices: `i8`..`i64`, `u8`..`u64` (SPEC §2.3).
+/// An integer type that may hold indices: `i8`..`i64`, `u8`..`u64` (spec §2.3).
 pub trait IndexElement: Copy + fmt::Debug + Send + Sync + 'static + sealed::Sealed {
     /// The dtype of this index type.
     const DTYPE: DType;
@@ -84,7 +84,7 @@ pub(crate) struct AxisRule {
     pub axis: usize,
     /// Size of that axis: valid values are `[-size, size)` or `[0, size)`.
     pub size: usize,
-    /// Whether `[-size, -1]` is accepted (SPEC §2.2).
+    /// Whether `[-size, -1]` is accepted (spec §2.2).
     pub negative_allowed: bool,
 }
 
@@ -119,7 +119,7 @@ impl AxisRule {
         }
     }
 
-    /// `idx(v)` of SPEC §1, or `None` when `v` is out of range.
+    /// `idx(v)` of spec §1, or `None` when `v` is out of range.
     #[inline]
     pub(crate) fn resolve(&self, value: i128) -> Option<usize> {
         let size = self.size as i128;

@@ -84,25 +84,25 @@
 //! # Ok::<(), gatherscatter::Error>(())
 //! ```
 #![deny(missing_docs)]
-// `unsafe` is allowed in three modules only: `stream` (x86-64 streaming
-// stores), `vector_gather` (AVX2 gathers) and `uninit` (fresh outputs not
-// zeroed first); elsewhere only to call `uninit::new_vec_written` and
-// `uninit::new_vec_of`.
+// `unsafe` is allowed in five modules only, each a benchmark's finding
+// (docs/performance.md): `mem::stream` (x86-64 streaming stores),
+// `mem::prefetch` (cache hints), `mem::uninit` (fresh outputs not zeroed
+// first), `ops::gather::blocks` (Gather's streaming row copy) and
+// `ops::gather_elements::avx2` (AVX2 gathers); elsewhere only to call
+// `uninit::new_vec_written` and `uninit::new_vec_of`.
 #![deny(unsafe_code)]
 
 mod display;
 pub mod dtype;
 pub mod error;
 pub mod index;
+mod mem;
 pub mod ops;
 pub mod profile;
 pub mod reduction;
 mod shape;
-mod stream;
 pub mod tensor;
 pub mod tensor_view;
-mod uninit;
-mod vector_gather;
 
 pub use display::Dims;
 pub use dtype::{DType, Element};

@@ -1,7 +1,7 @@
-//! Strict contracts of the seed systems (SPEC §3).
+//! Strict contracts of ONNX opsets, DirectML feature levels and MindSpore (spec §3).
 //!
 //! A profile only validates; the computation is the same under every profile.
-//! The default, [`Profile::Permissive`], is the superset of SPEC §2.
+//! The default, [`Profile::Permissive`], is the superset of spec §2.
 
 use std::fmt;
 use std::str::FromStr;
@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Profile {
-    /// Everything SPEC §2 allows: every dtype, every index type, negative indices.
+    /// Everything spec §2 allows: every dtype, every index type, negative indices.
     #[default]
     Permissive,
     /// ONNX at the given opset: the operator version in force at that opset,

@@ -1,5 +1,5 @@
 //! Reductions of ScatterElements / ScatterND and their per-dtype rules
-//! (SPEC §2.8–2.9).
+//! (spec §2.8–2.9).
 
 use std::fmt;
 use std::str::FromStr;

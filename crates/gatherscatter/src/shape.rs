@@ -83,7 +83,7 @@ pub(crate) fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     position
 }
 
-/// Data rank must be at least 1 for every operator (SPEC §2.11).
+/// Data rank must be at least 1 for every operator (spec §2.11).
 pub(crate) fn require_rank_at_least_1(what: &'static str, rank: usize) -> Result<()> {
     if rank == 0 {
         return Err(Error::RankMismatch {

@@ -9,13 +9,13 @@ use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
-use crate::ops::parallel;
+use crate::mem::parallel;
+use crate::mem::uninit::{self, Slot};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
-use crate::uninit::{self, Slot};
 
 /// The GatherND operator.
 ///

@@ -1,22 +1,23 @@
-//! The operators, one per file.
+//! The operators: one module each (a folder for the three with tuned
+//! kernels beside their rules), the [`op::Op`] list of them, and the output
+//! and shape helpers they share.
 
 pub mod gather;
 pub mod gather_elements;
 pub mod gather_nd;
 pub mod op;
-pub(crate) mod parallel;
 pub mod scatter_elements;
 pub mod scatter_nd;
-mod scatter_rows;
 pub mod tensor_scatter;
 
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::uninit::Slot;
+use crate::mem::parallel;
+use crate::mem::uninit::Slot;
 
 /// An output buffer of `len` elements, or an error (never an abort) when it
-/// cannot be allocated (SPEC §2.12).
+/// cannot be allocated (spec §2.12).
 pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
     T::try_zeroed_vec(len).ok_or(Error::Allocation {
         elements: len,
@@ -113,4 +114,37 @@ pub(crate) fn typed_buffer<'o, T: Element>(
     let given = out.dtype();
     T::from_tensor_mut(out)
         .ok_or_else(|| dtype_mismatch("output", given, T::DTYPE, &format!("{op} on {{}} data")))
+}
+
+/// Same rank; off the axis, indices no larger than data (or equal, when
+/// `off_axis_equal`): the shape rule of GatherElements and ScatterElements.
+pub(crate) fn check_indices_shape(
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    axis: usize,
+    off_axis_equal: bool,
+) -> Result<()> {
+    if indices_shape.len() != data_shape.len() {
+        return Err(Error::RankMismatch {
+            what: "indices",
+            actual: indices_shape.len(),
+            expected: format!("the rank {} of data is required", data_shape.len()),
+        });
+    }
+    for (d, (&i, &s)) in indices_shape.iter().zip(data_shape).enumerate() {
+        if d == axis {
+            continue;
+        }
+        if off_axis_equal && i != s {
+            return Err(Error::shape(format!(
+                "indices dimension {d} is {i}, but the active profile requires it to equal data's {s} off the axis {axis} (indices shape {indices_shape_dims}, data shape {data_shape_dims})", indices_shape_dims = Dims(indices_shape), data_shape_dims = Dims(data_shape)
+)));
+        }
+        if i > s {
+            return Err(Error::shape(format!(
+                "indices dimension {d} is {i}, larger than data's {s}; only the axis {axis} may be larger (indices shape {indices_shape_dims}, data shape {data_shape_dims})", indices_shape_dims = Dims(indices_shape), data_shape_dims = Dims(data_shape)
+)));
+        }
+    }
+    Ok(())
 }

@@ -7,17 +7,17 @@
 use std::convert::Infallible;
 use std::mem::MaybeUninit;
 
-use super::parallel;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
+use crate::mem::parallel;
+use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
 use crate::reduction::{self, AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
-use crate::uninit::{self, Slot};
 
 /// The ScatterND operator.
 ///

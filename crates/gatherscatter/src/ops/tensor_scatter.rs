@@ -10,16 +10,16 @@ use std::fmt;
 use std::mem::MaybeUninit;
 use std::str::FromStr;
 
-use super::parallel;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::IndexElement;
+use crate::mem::parallel;
+use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
-use crate::uninit::{self, Slot};
 
 /// Where a TensorScatter update goes when it reaches the end of the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -4,27 +4,30 @@
 //! row-major order, `out[t] = f(out[t], updates[p])` with
 //! `t = p with p[axis] := idx(indices[p])`.
 
+mod rows;
+
 use std::mem::MaybeUninit;
+
+use self::rows::{scatter, Geometry};
 
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
-use crate::ops::gather_elements::check_indices_shape;
-use crate::ops::scatter_rows::{scatter, Geometry};
+use crate::mem::uninit;
+use crate::ops::check_indices_shape;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::reduction::{self, AddOp, MaxOp, MinOp, MulOp, Overwrite, Reduction};
 use crate::shape::{normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
-use crate::uninit;
 
 /// The ScatterElements operator: axis, reduction, and the contract it is checked against.
 ///
 /// - `data`, `indices` and `updates` have the same rank `r >= 1`;
 ///   `updates.shape == indices.shape`; off the axis `indices.shape[d] <=
-///   data.shape[d]` (SPEC §2.5); along the axis any size.
+///   data.shape[d]` (spec §2.5); along the axis any size.
 /// - Every index is checked before the output exists: an out-of-range value
 ///   is an error and no partial result is produced. `data` is only read.
 /// - Duplicates: with [`Reduction::None`] the update that comes last in

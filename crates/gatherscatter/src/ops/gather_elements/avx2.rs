@@ -14,19 +14,8 @@
 //! CI does for this module's tests.
 #![allow(unsafe_code)]
 
-use crate::uninit::Slot;
-
-/// Whether the AVX2 kernels can run on this CPU.
-#[inline]
-pub(crate) fn avx2_available() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    return std::arch::is_x86_feature_detected!("avx2");
-    // Miri has no CPUID: it runs the kernels when they are compiled in.
-    #[cfg(all(target_arch = "x86_64", miri))]
-    return cfg!(target_feature = "avx2");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
+use crate::mem::cpu::avx2_available;
+use crate::mem::uninit::Slot;
 
 /// Writes `dst[j] = row[p_j]` for 4-byte words, where `p_j` is
 /// `indices[j]` plus `negative_shift` when negative (the axis size, or 0
@@ -37,7 +26,7 @@ pub(crate) fn avx2_available() -> bool {
 ///
 /// With `streaming`, aligned stores bypass the cache (for outputs larger
 /// than it: a plain store first reads the line it writes); the caller must
-/// then call [`crate::stream::store_fence`] before handing `dst` on.
+/// then call [`crate::mem::stream::store_fence`] before handing `dst` on.
 pub(crate) fn gather_u32s<O: Slot<u32>>(
     row: &[u32],
     indices: &[i64],
@@ -305,7 +294,7 @@ mod tests {
                 let mut out64 = vec![0u64; len];
                 let done = gather_u64s(&row64, &idx, shift, &mut out64, streaming);
                 check_prefix(done, 4, &out64, &row64, &idx, shift);
-                crate::stream::store_fence();
+                crate::mem::stream::store_fence();
             }
         }
     }
@@ -344,7 +333,7 @@ mod tests {
         for streaming in [false, true] {
             let mut out = vec![MaybeUninit::<u32>::uninit(); 16];
             let done = gather_u32s(&row, &idx, 19, &mut out, streaming);
-            crate::stream::store_fence();
+            crate::mem::stream::store_fence();
             // SAFETY: the kernel wrote the first `done` words.
             let got: Vec<u32> = out[..done]
                 .iter()
@@ -354,7 +343,7 @@ mod tests {
             let mut out = vec![MaybeUninit::<u64>::uninit(); 16];
             let row: Vec<u64> = row.iter().map(|&v| u64::from(v) << 33).collect();
             let done = gather_u64s(&row, &idx, 19, &mut out, streaming);
-            crate::stream::store_fence();
+            crate::mem::stream::store_fence();
             // SAFETY: as above.
             let got: Vec<u64> = out[..done]
                 .iter()

@@ -5,14 +5,14 @@
 //! the axis. So the output is split by off-axis coordinates, each task owning
 //! its share and walking the updates that land there in the same ascending
 //! order as a serial loop: results are bit-identical for any thread count
-//! (SPEC §2.6–2.7).
+//! (spec §2.6–2.7).
 
 use crate::index::AxisRule;
-use crate::ops::parallel;
+use crate::mem::parallel;
+use crate::mem::prefetch::{prefetch_item_to_l2, prefetch_items, LINE};
+use crate::mem::uninit::Slot;
 use crate::reduction::Combine;
 use crate::shape::{strides, unravel, RowBases};
-use crate::stream::{prefetch_item_to_l2, prefetch_items, LINE};
-use crate::uninit::Slot;
 
 /// Shapes of one call; indices' shape is checked against data's.
 pub(crate) struct Geometry<'a> {
@@ -559,7 +559,7 @@ mod tests {
         // SAFETY: the kernels under test return `Ok` only after writing
         // every slot, which is what the tests calling this check.
         #[allow(unsafe_code)]
-        let written = unsafe { crate::uninit::new_vec_of::<i64, usize>(len, write) };
+        let written = unsafe { crate::mem::uninit::new_vec_of::<i64, usize>(len, write) };
         written.expect("a small vector of i64 can be made")
     }
 
@@ -624,7 +624,7 @@ mod tests {
     }
 
     /// `out[idx[p, q, j], q, j] += upd[p, q, j]` in row-major order of the
-    /// indices, straight from SPEC §2.6 for axis 0 of a rank-3 tensor.
+    /// indices, straight from spec §2.6 for axis 0 of a rank-3 tensor.
     fn naive_axis0_add(
         data: &[i64],
         shape: [usize; 3],
@@ -735,7 +735,7 @@ mod tests {
 
     /// Rows of 40 updates are walked in chunks of 16 with the streams
     /// prefetched ahead: every target and every reported position must
-    /// still be the one of the plain row-major walk (SPEC §2.6), for the
+    /// still be the one of the plain row-major walk (spec §2.6), for the
     /// last axis and an outer one.
     #[test]
     fn row_walks_in_chunks_apply_every_update_and_name_the_first_bad_index() {

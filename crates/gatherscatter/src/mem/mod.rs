@@ -1,0 +1,14 @@
+//! The low-level layer: memory and CPU code that the kernels share. It never
+//! imports from [`crate::ops`]; the ops build on it (docs/design.md §2).
+//!
+//! - [`cpu`]: the running CPU's features.
+//! - [`parallel`]: how a kernel's output is split across the rayon pool.
+//! - [`prefetch`]: cache hints.
+//! - [`stream`]: non-temporal stores for outputs larger than the cache.
+//! - [`uninit`]: fresh outputs written without being zeroed first.
+
+pub(crate) mod cpu;
+pub(crate) mod parallel;
+pub(crate) mod prefetch;
+pub(crate) mod stream;
+pub(crate) mod uninit;
