@@ -1,5 +1,5 @@
-//! Gather: the seed examples verbatim, every SPEC §2 error that applies, the
-//! profiles, and a property test against the naive SPEC §1 reference.
+//! Gather: the seed examples verbatim, every spec §2 error that applies, the
+//! profiles, and a property test against the naive spec §1 reference.
 
 mod common;
 
@@ -43,7 +43,7 @@ fn onnx_gather_summary_example_axis_0() {
 fn onnx_gather_summary_example_axis_1() {
     // Gather-13's axis = 1 example: output [[[1.0, 1.9]], [[2.3, 3.9]], [[4.5, 5.9]]].
     // Gather-1's "Example 2" prints the same six values nested as shape [1, 3, 2];
-    // SPEC §4: the semantics are numpy `take` on every opset, whose shape is [3, 1, 2].
+    // spec §4: the semantics are numpy `take` on every opset, whose shape is [3, 1, 2].
     let data = f32_tensor(&[3, 3], &[1.0, 1.2, 1.9, 2.3, 3.4, 3.9, 4.5, 5.7, 5.9]);
     let indices = i64_tensor(&[1, 2], &[0, 2]);
     for opset in [1, 11, 13] {
@@ -199,7 +199,7 @@ fn ndarray_round_trip() {
     );
 }
 
-// ---- SPEC §2 errors ----
+// ---- spec §2 errors ----
 
 #[test]
 fn out_of_range_error_names_value_position_axis_and_range() {
@@ -511,7 +511,7 @@ fn directml_profile_does_not_cover_gather() {
     assert_eq!(err.kind(), ErrorKind::Unsupported);
 }
 
-// ---- property test against the SPEC §1 reference ----
+// ---- property test against the spec §1 reference ----
 
 #[derive(Debug, Clone)]
 struct Case {

@@ -1,6 +1,6 @@
 //! GatherElements: the ONNX, DirectML and MindSpore seed examples, the
 //! smaller-off-axis regression, every profile rule, and a property test
-//! against the naive SPEC §1 reference (small shapes at the edges, and
+//! against the naive spec §1 reference (small shapes at the edges, and
 //! outer-axis shapes large enough for the packed column strips).
 
 mod common;
@@ -112,7 +112,7 @@ fn mindspore_dim_index_rules() {
         .is_ok());
 }
 
-// ---- SPEC §2.5 regression ----
+// ---- spec §2.5 regression ----
 
 #[test]
 fn smaller_off_axis_indices_address_data_with_its_own_strides() {
@@ -133,7 +133,7 @@ fn axis_extent_of_indices_may_exceed_data() {
     assert_eq!(out.data::<u8>().unwrap(), &[1, 2, 2, 1, 2, 4, 4, 4, 3, 3]);
 }
 
-// ---- SPEC §2 errors ----
+// ---- spec §2 errors ----
 
 #[test]
 fn errors_name_the_numbers() {
@@ -395,7 +395,7 @@ fn directml_axis_is_unsigned() {
     assert_eq!(err.kind(), ErrorKind::BadAttribute);
 }
 
-// ---- property test against the SPEC §1 reference ----
+// ---- property test against the spec §1 reference ----
 
 #[derive(Debug, Clone)]
 struct Case {

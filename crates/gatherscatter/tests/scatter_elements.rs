@@ -107,7 +107,7 @@ fn scatter_9_and_11_behave_as_scatter_elements_11() {
     assert_eq!(err.kind(), ErrorKind::BadDType);
 }
 
-// ---- SPEC §2.8–2.9: reductions by dtype ----
+// ---- spec §2.8–2.9: reductions by dtype ----
 
 #[test]
 fn bool_add_is_or_mul_is_and_max_is_or_min_is_and() {
@@ -299,7 +299,7 @@ fn duplicates_without_reduction_keep_the_last_in_row_major_order() {
     assert_eq!(out.data::<i64>().unwrap(), &[0, 40, 30, 0]);
 }
 
-// ---- SPEC §2.1: errors before any write, data untouched ----
+// ---- spec §2.1: errors before any write, data untouched ----
 
 #[test]
 fn out_of_range_anywhere_errors_and_leaves_data_untouched() {
@@ -457,7 +457,7 @@ fn onnx_bf16_from_13_and_index_types() {
     );
 }
 
-// ---- property test against the serial SPEC §1 reference ----
+// ---- property test against the serial spec §1 reference ----
 
 #[derive(Debug, Clone)]
 struct Case {

@@ -1,4 +1,4 @@
-//! Test support: naive references written straight from the SPEC §1 formulas
+//! Test support: naive references written straight from the spec §1 formulas
 //! (coordinates computed one by one, no code shared with the kernels), and
 //! makers of tensors of every dtype from integer seeds.
 #![allow(dead_code)]
@@ -41,7 +41,7 @@ pub fn coordinates(shape: &[usize]) -> Vec<Vec<usize>> {
     all
 }
 
-/// `idx(v)` of SPEC §1.
+/// `idx(v)` of spec §1.
 pub fn idx(v: i128, s: usize) -> Option<usize> {
     let s = s as i128;
     if (0..s).contains(&v) {
@@ -53,8 +53,8 @@ pub fn idx(v: i128, s: usize) -> Option<usize> {
     }
 }
 
-/// SPEC §1 Gather with batch_dims: `out[b.., a.., i.., j..] = data[b.., a.., idx(indices[b.., i..]), j..]`.
-/// `None` when any index is out of range (all are checked, SPEC §2.1).
+/// spec §1 Gather with batch_dims: `out[b.., a.., i.., j..] = data[b.., a.., idx(indices[b.., i..]), j..]`.
+/// `None` when any index is out of range (all are checked, spec §2.1).
 pub fn reference_gather<T: Clone>(
     data: &[T],
     data_shape: &[usize],
@@ -234,7 +234,7 @@ pub fn shape(
     proptest::collection::vec(dim(), rank)
 }
 
-/// SPEC §1 GatherElements: `out[p] = data[p with p[axis] := idx(indices[p])]`.
+/// spec §1 GatherElements: `out[p] = data[p with p[axis] := idx(indices[p])]`.
 /// `None` when any index is out of range.
 pub fn reference_gather_elements<T: Clone>(
     data: &[T],
@@ -249,7 +249,7 @@ pub fn reference_gather_elements<T: Clone>(
         q[axis] = idx(indices[flat], data_shape[axis])?;
         out.push(data[offset(&q, data_shape)].clone());
     }
-    // Indices of an empty output are still all checked (SPEC §2.1).
+    // Indices of an empty output are still all checked (spec §2.1).
     if indices.iter().any(|&v| idx(v, data_shape[axis]).is_none()) {
         return None;
     }
@@ -279,7 +279,7 @@ pub fn elements_case_shapes(
     })
 }
 
-/// SPEC §1 ScatterElements: a copy of data, then for each position `p` of
+/// spec §1 ScatterElements: a copy of data, then for each position `p` of
 /// indices in row-major order `out[t] = f(out[t], updates[p])`.
 /// `None` when any index is out of range.
 pub fn reference_scatter_elements<T: Clone>(
@@ -304,7 +304,7 @@ pub fn reference_scatter_elements<T: Clone>(
     Some(out)
 }
 
-/// Reductions per SPEC §2.8–2.9, written from the text independently of the
+/// Reductions per spec §2.8–2.9, written from the text independently of the
 /// library; `None` where the dtype does not define the reduction.
 pub trait RefReduce: FromSeed {
     fn reduce(name: &str, a: &Self, b: &Self) -> Option<Self>;
