@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Does Gather's cost grow linearly with the bytes it moves?
 
-    python3 scripts/bench_linearity.py [--sizes-mib 1,32,256,1024] [--rounds 3] [--keep DIR]
+    python3 scripts/bench_linearity.py --bench-dir PATH/TO/bench [--sizes-mib 1,32,256,1024] [--rounds 3] [--keep DIR]
                                        [--wide-source 64:256] [--cold-cache-mib 96]
 
 Builds W1-shaped workloads (Gather axis 0, float32 rows of 256, int64
 indices, as many indices as data rows) whose output is each given size,
-with the seeded generator of ../shared/bench/workloads.py. Times them with
+with the seeded generator of the peer harness's workloads.py (the folder
+`--bench-dir` names, e.g. ../shared/bench beside a checkout). Times them with
 gsx-bench (fresh output and caller buffer, 1 and 2 threads) and prints
 effective GB/s (the harness's minimal bytes / median time), each as a ratio
 to the largest size's, in a Markdown table. Each cell is the best median of
@@ -36,10 +37,6 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH = os.path.join(os.path.dirname(ROOT), "shared", "bench")
-sys.path.insert(0, BENCH)
-from make_inputs import write_workload  # noqa: E402
-from workloads import Workload  # noqa: E402
 
 ROW = 256  # float32 elements per row: 1 KiB, as in W1
 
@@ -64,6 +61,7 @@ def peak_rss_kib(cmd: list[str]) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bench-dir", required=True, help="the peer harness's folder (make_inputs.py, workloads.py)")
     ap.add_argument("--sizes-mib", default="1,32,256,1024")
     ap.add_argument("--rounds", type=int, default=3, help="rounds over every size and mode; each cell keeps its best median")
     ap.add_argument("--keep", help="write the inputs here and keep them")
@@ -74,6 +72,12 @@ def main() -> None:
                     help="read N MiB of another buffer before each timed call (untimed), so every "
                          "call starts with cold caches; 0 (default) times calls back to back")
     args = ap.parse_args()
+    # The harness's generator is imported from the folder given, so a clone
+    # without ../shared beside it still runs everything else.
+    sys.path.insert(0, os.path.abspath(args.bench_dir))
+    global Workload, write_workload
+    from make_inputs import write_workload
+    from workloads import Workload
     sizes = [float(s) for s in args.sizes_mib.split(",")]
     wide = [tuple(float(v) for v in pair.split(":")) for pair in args.wide_source]
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
