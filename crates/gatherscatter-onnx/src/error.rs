@@ -71,26 +71,80 @@ pub enum OnnxError {
     },
 }
 
-impl OnnxError {
-    /// A short machine-readable name: the library's [`ErrorKind`] name for op
-    /// and input errors, else `io`, `bad_model`, `bad_file`, `out_of_memory`
-    /// or `unsupported`.
-    pub fn kind_name(&self) -> &'static str {
+/// What kind of error an [`OnnxError`] is: the library's own kinds (an op
+/// refused its inputs, an input disagrees with the graph, a file over its
+/// bound is `OutOfMemory`, a feature not offered is `Unsupported`), or one
+/// of the file and model kinds this crate adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OnnxErrorKind {
+    /// A kind of the library's [`ErrorKind`].
+    Core(ErrorKind),
+    /// A file could not be read or written ([`OnnxError::Io`]).
+    Io,
+    /// A message that is not valid protobuf or breaks an ONNX rule
+    /// ([`OnnxError::Decode`], [`OnnxError::Malformed`]).
+    BadModel,
+    /// A file whose content is invalid ([`OnnxError::BadFile`]).
+    BadFile,
+}
+
+impl OnnxErrorKind {
+    /// The snake_case name: the library kind's name, or `io`, `bad_model`,
+    /// `bad_file`.
+    ///
+    /// ```
+    /// use gatherscatter::ErrorKind;
+    /// use gatherscatter_onnx::OnnxErrorKind;
+    ///
+    /// assert_eq!(OnnxErrorKind::BadModel.as_str(), "bad_model");
+    /// assert_eq!(OnnxErrorKind::Core(ErrorKind::OutOfBounds).as_str(), "out_of_bounds");
+    /// ```
+    pub fn as_str(self) -> &'static str {
         match self {
-            OnnxError::Io { .. } => "io",
-            OnnxError::Decode { .. } | OnnxError::Malformed(_) => "bad_model",
-            OnnxError::BadFile { .. } => "bad_file",
-            OnnxError::TooLarge { .. } => "out_of_memory",
-            OnnxError::Unsupported(_) => "unsupported",
-            OnnxError::Op { source, .. } => source.kind().as_str(),
-            OnnxError::Input { kind, .. } => kind.as_str(),
+            OnnxErrorKind::Core(kind) => kind.as_str(),
+            OnnxErrorKind::Io => "io",
+            OnnxErrorKind::BadModel => "bad_model",
+            OnnxErrorKind::BadFile => "bad_file",
         }
+    }
+}
+
+impl std::fmt::Display for OnnxErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<ErrorKind> for OnnxErrorKind {
+    fn from(kind: ErrorKind) -> OnnxErrorKind {
+        OnnxErrorKind::Core(kind)
+    }
+}
+
+impl OnnxError {
+    /// The error's kind.
+    pub fn kind(&self) -> OnnxErrorKind {
+        match self {
+            OnnxError::Io { .. } => OnnxErrorKind::Io,
+            OnnxError::Decode { .. } | OnnxError::Malformed(_) => OnnxErrorKind::BadModel,
+            OnnxError::BadFile { .. } => OnnxErrorKind::BadFile,
+            OnnxError::TooLarge { .. } => ErrorKind::OutOfMemory.into(),
+            OnnxError::Unsupported(_) => ErrorKind::Unsupported.into(),
+            OnnxError::Op { source, .. } => source.kind().into(),
+            OnnxError::Input { kind, .. } => (*kind).into(),
+        }
+    }
+
+    /// The kind's name, `kind().as_str()`.
+    pub fn kind_name(&self) -> &'static str {
+        self.kind().as_str()
     }
 
     /// True when the cause is something not implemented (an op, attribute or
     /// dtype), as opposed to invalid input.
     pub fn is_unsupported(&self) -> bool {
-        self.kind_name() == "unsupported"
+        self.kind() == OnnxErrorKind::Core(ErrorKind::Unsupported)
     }
 
     /// Attach a file name to an error about the file's content: a decode

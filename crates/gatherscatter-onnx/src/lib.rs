@@ -23,7 +23,7 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
 }
 
-pub use error::{OnnxError, Result};
+pub use error::{OnnxError, OnnxErrorKind, Result};
 pub use model::{Model, ValueSpec};
 pub use node::{DEFAULT_DIRECTML_FEATURE_LEVEL, DIRECTML_DOMAIN, MINDSPORE_DOMAIN, SUPPORTED_OPS};
 pub use tensor_proto::{

@@ -30,5 +30,5 @@ fn main() -> ExitCode {
 
 fn report(e: &CliError) -> ExitCode {
     eprintln!("gsx: {e}");
-    ExitCode::from(e.exit_code)
+    ExitCode::from(e.exit_code())
 }

@@ -530,7 +530,7 @@ fn a_zero_dim_makes_an_empty_tensor_whatever_the_other_dims() {
         &[],
     );
     let err = npy::read(&dir.path().join("e.npy")).unwrap_err();
-    assert_eq!(err.kind, "bad_file");
+    assert_eq!(err.kind.as_str(), "bad_file");
     assert!(err.message.contains("overflows"), "{}", err.message);
 }
 

@@ -147,11 +147,10 @@ pub fn run(args: &ConformanceArgs) -> Result<(), CliError> {
     }
     println!("{} passed, {} failed", total.passed, total.failed);
     if total.failed > 0 {
-        return Err(CliError {
-            kind: "conformance",
-            message: format!("{} of {} cases failed", total.failed, results.len()),
-            exit_code: crate::error::EXIT_INVALID,
-        });
+        return Err(CliError::new(
+            crate::error::CliErrorKind::Conformance,
+            format!("{} of {} cases failed", total.failed, results.len()),
+        ));
     }
     Ok(())
 }

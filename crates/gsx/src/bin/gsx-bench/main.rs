@@ -290,7 +290,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("error[{}]: {}", e.kind, e.message);
-            ExitCode::from(e.exit_code)
+            ExitCode::from(e.exit_code())
         }
     }
 }
