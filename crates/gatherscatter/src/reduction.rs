@@ -110,32 +110,137 @@ impl FromStr for Reduction {
     }
 }
 
-/// Per-dtype combine rules. Implemented for every [`Element`](crate::Element)
-/// type; callers check [`Reduction::check_dtype`] first, so the methods of a
-/// reduction a dtype does not define are never reached.
+/// The reductions a dtype defines, by construction: each dtype's impl names
+/// the combine rules it has, and a rule it lacks (max of complex numbers, a
+/// product of strings) is not a [`Combine`] of that type, so no kernel can be
+/// compiled to apply it. Implemented for every [`Element`](crate::Element)
+/// type.
 #[doc(hidden)]
 pub trait Reduce: Sized {
-    /// `*acc = *acc + update` by the dtype's rule.
+    /// Run `kernel` with the combine rule of `reduction` for this dtype, or
+    /// return the `bad_reduction` error of [`Reduction::check_dtype`] when
+    /// the dtype does not define it.
+    fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output>;
+}
+
+/// A kernel generic over its combine rule, run by [`Reduce::with_combine`].
+#[doc(hidden)]
+pub trait CombineKernel<T> {
+    /// What the kernel returns.
+    type Output;
+    /// Run with the combine rule `C`.
+    fn run<C: Combine<T>>(self) -> Self::Output;
+}
+
+/// A reduction as a zero-sized strategy, so scatter loops are compiled once
+/// per (dtype, reduction) with the combine inlined.
+#[doc(hidden)]
+pub trait Combine<T> {
+    /// `*acc = f(*acc, update)`.
+    fn combine(acc: &mut T, update: &T);
+}
+
+/// Types with a sum (`add`): every dtype (bool: OR; strings: concatenation).
+trait Sum {
     fn add(acc: &mut Self, update: &Self);
-    /// `*acc = *acc * update` by the dtype's rule.
+}
+
+/// Types with a product (`mul`): all but strings (bool: AND).
+trait Product {
     fn mul(acc: &mut Self, update: &Self);
-    /// `*acc = max(*acc, update)` by the dtype's rule.
+}
+
+/// Types with an order (`max`, `min`): all but complex numbers.
+trait Order {
     fn max(acc: &mut Self, update: &Self);
-    /// `*acc = min(*acc, update)` by the dtype's rule.
     fn min(acc: &mut Self, update: &Self);
 }
 
-macro_rules! reduce_int {
+#[doc(hidden)]
+pub struct Overwrite;
+#[doc(hidden)]
+pub struct AddOp;
+#[doc(hidden)]
+pub struct MulOp;
+#[doc(hidden)]
+pub struct MaxOp;
+#[doc(hidden)]
+pub struct MinOp;
+
+impl<T: Clone> Combine<T> for Overwrite {
+    #[inline]
+    fn combine(acc: &mut T, update: &T) {
+        acc.clone_from(update)
+    }
+}
+impl<T: Sum> Combine<T> for AddOp {
+    #[inline]
+    fn combine(acc: &mut T, update: &T) {
+        T::add(acc, update)
+    }
+}
+impl<T: Product> Combine<T> for MulOp {
+    #[inline]
+    fn combine(acc: &mut T, update: &T) {
+        T::mul(acc, update)
+    }
+}
+impl<T: Order> Combine<T> for MaxOp {
+    #[inline]
+    fn combine(acc: &mut T, update: &T) {
+        T::max(acc, update)
+    }
+}
+impl<T: Order> Combine<T> for MinOp {
+    #[inline]
+    fn combine(acc: &mut T, update: &T) {
+        T::min(acc, update)
+    }
+}
+
+/// The `bad_reduction` error for a reduction `dtype` does not define.
+fn undefined(reduction: Reduction, dtype: DType) -> Error {
+    reduction
+        .check_dtype(dtype)
+        .err()
+        .unwrap_or_else(|| Error::BadReduction {
+            message: format!("reduction {reduction} is not defined for {dtype}"),
+        })
+}
+
+/// `Reduce` for types with every reduction.
+macro_rules! reduce_all {
     ($($t:ty),*) => {$(
         impl Reduce for $t {
+            fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
+                Ok(match reduction {
+                    Reduction::None => kernel.run::<Overwrite>(),
+                    Reduction::Add => kernel.run::<AddOp>(),
+                    Reduction::Mul => kernel.run::<MulOp>(),
+                    Reduction::Max => kernel.run::<MaxOp>(),
+                    Reduction::Min => kernel.run::<MinOp>(),
+                })
+            }
+        }
+    )*};
+}
+reduce_all!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64);
+
+macro_rules! ops_int {
+    ($($t:ty),*) => {$(
+        impl Sum for $t {
             #[inline] fn add(acc: &mut Self, u: &Self) { *acc = acc.wrapping_add(*u) }
+        }
+        impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = acc.wrapping_mul(*u) }
+        }
+        impl Order for $t {
             #[inline] fn max(acc: &mut Self, u: &Self) { *acc = (*acc).max(*u) }
             #[inline] fn min(acc: &mut Self, u: &Self) { *acc = (*acc).min(*u) }
         }
     )*};
 }
-reduce_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+ops_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 /// IEEE 754-2019 `maximum`: NaN if either is NaN, and +0 above -0.
 #[inline]
@@ -182,40 +287,52 @@ macro_rules! float_order {
 }
 float_order!(f32, f64, f16, bf16);
 
-macro_rules! reduce_float {
+macro_rules! ops_float {
     ($($t:ty),*) => {$(
-        impl Reduce for $t {
+        impl Sum for $t {
             #[inline] fn add(acc: &mut Self, u: &Self) { *acc += *u }
+        }
+        impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc *= *u }
+        }
+        impl Order for $t {
             #[inline] fn max(acc: &mut Self, u: &Self) { *acc = ieee_maximum(*acc, *u) }
             #[inline] fn min(acc: &mut Self, u: &Self) { *acc = ieee_minimum(*acc, *u) }
         }
     )*};
 }
-reduce_float!(f32, f64);
+ops_float!(f32, f64);
 
 // Each step in f32, rounded back: equal, bit for bit, to the serial reference.
-macro_rules! reduce_half {
+macro_rules! ops_half {
     ($($t:ty),*) => {$(
-        impl Reduce for $t {
+        impl Sum for $t {
             #[inline] fn add(acc: &mut Self, u: &Self) { *acc = <$t>::from_f32(acc.to_f32() + u.to_f32()) }
+        }
+        impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = <$t>::from_f32(acc.to_f32() * u.to_f32()) }
+        }
+        impl Order for $t {
             #[inline] fn max(acc: &mut Self, u: &Self) { *acc = ieee_maximum(*acc, *u) }
             #[inline] fn min(acc: &mut Self, u: &Self) { *acc = ieee_minimum(*acc, *u) }
         }
     )*};
 }
-reduce_half!(f16, bf16);
+ops_half!(f16, bf16);
 
-impl Reduce for bool {
+impl Sum for bool {
     #[inline]
     fn add(acc: &mut Self, u: &Self) {
         *acc |= *u
     }
+}
+impl Product for bool {
     #[inline]
     fn mul(acc: &mut Self, u: &Self) {
         *acc &= *u
     }
+}
+impl Order for bool {
     #[inline]
     fn max(acc: &mut Self, u: &Self) {
         *acc |= *u
@@ -226,26 +343,37 @@ impl Reduce for bool {
     }
 }
 
+// Complex numbers have no order: no `max` or `min`.
 macro_rules! reduce_complex {
-    ($($t:ty),*) => {$(
-        impl Reduce for $t {
+    ($($t:ty => $dtype:ident),*) => {$(
+        impl Sum for $t {
             #[inline] fn add(acc: &mut Self, u: &Self) { *acc += *u }
+        }
+        impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc *= *u }
-            // No order: refused by Reduction::check_dtype before any kernel runs.
-            fn max(_: &mut Self, _: &Self) {}
-            fn min(_: &mut Self, _: &Self) {}
+        }
+        impl Reduce for $t {
+            fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
+                match reduction {
+                    Reduction::None => Ok(kernel.run::<Overwrite>()),
+                    Reduction::Add => Ok(kernel.run::<AddOp>()),
+                    Reduction::Mul => Ok(kernel.run::<MulOp>()),
+                    Reduction::Max | Reduction::Min => Err(undefined(reduction, DType::$dtype)),
+                }
+            }
         }
     )*};
 }
-reduce_complex!(Complex32, Complex64);
+reduce_complex!(Complex32 => Complex64, Complex64 => Complex128);
 
-impl Reduce for String {
+// Strings have no product.
+impl Sum for String {
     #[inline]
     fn add(acc: &mut Self, u: &Self) {
         acc.push_str(u)
     }
-    // Not defined: refused by Reduction::check_dtype before any kernel runs.
-    fn mul(_: &mut Self, _: &Self) {}
+}
+impl Order for String {
     #[inline]
     fn max(acc: &mut Self, u: &Self) {
         if u.as_bytes() > acc.as_bytes() {
@@ -259,47 +387,15 @@ impl Reduce for String {
         }
     }
 }
-
-/// A reduction as a zero-sized strategy, so scatter loops are compiled once
-/// per (dtype, reduction) with the combine inlined.
-pub(crate) trait Combine<T> {
-    fn combine(acc: &mut T, update: &T);
-}
-
-pub(crate) struct Overwrite;
-pub(crate) struct AddOp;
-pub(crate) struct MulOp;
-pub(crate) struct MaxOp;
-pub(crate) struct MinOp;
-
-impl<T: Clone> Combine<T> for Overwrite {
-    #[inline]
-    fn combine(acc: &mut T, update: &T) {
-        acc.clone_from(update)
-    }
-}
-impl<T: Reduce> Combine<T> for AddOp {
-    #[inline]
-    fn combine(acc: &mut T, update: &T) {
-        T::add(acc, update)
-    }
-}
-impl<T: Reduce> Combine<T> for MulOp {
-    #[inline]
-    fn combine(acc: &mut T, update: &T) {
-        T::mul(acc, update)
-    }
-}
-impl<T: Reduce> Combine<T> for MaxOp {
-    #[inline]
-    fn combine(acc: &mut T, update: &T) {
-        T::max(acc, update)
-    }
-}
-impl<T: Reduce> Combine<T> for MinOp {
-    #[inline]
-    fn combine(acc: &mut T, update: &T) {
-        T::min(acc, update)
+impl Reduce for String {
+    fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
+        match reduction {
+            Reduction::None => Ok(kernel.run::<Overwrite>()),
+            Reduction::Add => Ok(kernel.run::<AddOp>()),
+            Reduction::Max => Ok(kernel.run::<MaxOp>()),
+            Reduction::Min => Ok(kernel.run::<MinOp>()),
+            Reduction::Mul => Err(undefined(reduction, DType::String)),
+        }
     }
 }
 
@@ -341,5 +437,49 @@ mod tests {
         assert!(Reduction::Mul.check_dtype(DType::String).is_err());
         assert!(Reduction::Add.check_dtype(DType::String).is_ok());
         assert!(Reduction::Mul.check_dtype(DType::Complex64).is_ok());
+    }
+
+    /// What the kernels can run (each dtype's `Reduce` impl) and what the
+    /// plan accepts (`Reduction::check_dtype`) agree for every dtype and
+    /// reduction: a refused reduction is refused with the same message.
+    #[test]
+    fn every_dtype_runs_exactly_the_reductions_check_dtype_accepts() {
+        struct Probe;
+        impl<T> CombineKernel<T> for Probe {
+            type Output = ();
+            fn run<C: Combine<T>>(self) {}
+        }
+        fn runs<T: crate::Element>(reduction: Reduction) -> Result<()> {
+            T::with_combine(reduction, Probe)
+        }
+        type Runs = fn(Reduction) -> Result<()>;
+        let kernels: [(DType, Runs); 16] = [
+            (DType::Bool, runs::<bool>),
+            (DType::I8, runs::<i8>),
+            (DType::I16, runs::<i16>),
+            (DType::I32, runs::<i32>),
+            (DType::I64, runs::<i64>),
+            (DType::U8, runs::<u8>),
+            (DType::U16, runs::<u16>),
+            (DType::U32, runs::<u32>),
+            (DType::U64, runs::<u64>),
+            (DType::F16, runs::<f16>),
+            (DType::BF16, runs::<bf16>),
+            (DType::F32, runs::<f32>),
+            (DType::F64, runs::<f64>),
+            (DType::Complex64, runs::<Complex32>),
+            (DType::Complex128, runs::<Complex64>),
+            (DType::String, runs::<String>),
+        ];
+        for (dtype, runs) in kernels {
+            for r in Reduction::ALL {
+                let (ran, checked) = (runs(r), r.check_dtype(dtype));
+                assert_eq!(
+                    ran.as_ref().err().map(ToString::to_string),
+                    checked.as_ref().err().map(ToString::to_string),
+                    "{r} on {dtype}"
+                );
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRul
 use crate::mem::parallel;
 use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
-use crate::reduction::{self, AddOp, Combine, MaxOp, MinOp, MulOp, Overwrite, Reduction};
+use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
@@ -130,8 +130,7 @@ impl ScatterND {
         with_view!(data, t => {
             let updates = updates.typed()?;
             let out = super::typed_output("ScatterND", out, t.shape())?;
-            self.fill(t, &offsets, updates, plan.block, out);
-            Ok(())
+            self.fill(t, &offsets, updates, plan.block, out)
         })
     }
 
@@ -152,8 +151,7 @@ impl ScatterND {
         )?;
         super::check_output_shape("ScatterND", out.shape(), data.shape())?;
         let offsets = resolve_tuples(indices, &plan.rule)?;
-        self.fill(data, &offsets, updates, plan.block, out.data_mut());
-        Ok(())
+        self.fill(data, &offsets, updates, plan.block, out.data_mut())
     }
 
     /// What both dynamic forms check before anything is written: the
@@ -275,7 +273,7 @@ impl ScatterND {
             Some(Err(never)) => match never {},
             None => {
                 let mut out = super::alloc_output::<T>(len)?;
-                self.fill(data, offsets, updates, block, &mut out);
+                self.fill(data, offsets, updates, block, &mut out)?;
                 out
             }
         };
@@ -285,7 +283,8 @@ impl ScatterND {
         ))
     }
 
-    /// `out` (data's length) = data with the updates applied.
+    /// `out` (data's length) = data with the updates applied; an error when
+    /// the dtype does not define the reduction.
     fn fill<T: Element>(
         &self,
         data: TypedView<'_, T>,
@@ -293,22 +292,49 @@ impl ScatterND {
         updates: TypedView<'_, T>,
         block: usize,
         out: &mut [T],
-    ) {
+    ) -> Result<()> {
         let upd = updates.data();
         let source = data.data();
         match self.reduction {
-            Reduction::None => scatter_slices::<T::Word, T::Word, Overwrite>(
-                T::as_words(source),
-                T::as_words_mut(out),
-                offsets,
-                T::as_words(upd),
-                block,
+            Reduction::None => {
+                scatter_slices::<T::Word, T::Word, Overwrite>(
+                    T::as_words(source),
+                    T::as_words_mut(out),
+                    offsets,
+                    T::as_words(upd),
+                    block,
+                );
+                Ok(())
+            }
+            reduction => T::with_combine(
+                reduction,
+                ApplySlices {
+                    source,
+                    out,
+                    offsets,
+                    upd,
+                    block,
+                },
             ),
-            Reduction::Add => scatter_slices::<T, T, AddOp>(source, out, offsets, upd, block),
-            Reduction::Mul => scatter_slices::<T, T, MulOp>(source, out, offsets, upd, block),
-            Reduction::Max => scatter_slices::<T, T, MaxOp>(source, out, offsets, upd, block),
-            Reduction::Min => scatter_slices::<T, T, MinOp>(source, out, offsets, upd, block),
         }
+    }
+}
+
+/// The reduction kernel, for [`crate::reduction::Reduce::with_combine`] to run with the
+/// dtype's combine rule.
+struct ApplySlices<'a, T> {
+    source: &'a [T],
+    out: &'a mut [T],
+    offsets: &'a [usize],
+    upd: &'a [T],
+    block: usize,
+}
+
+impl<T: Element> CombineKernel<T> for ApplySlices<'_, T> {
+    type Output = ();
+
+    fn run<C: Combine<T>>(self) {
+        scatter_slices::<T, T, C>(self.source, self.out, self.offsets, self.upd, self.block)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::mem::uninit;
 use crate::ops::check_indices_shape;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
-use crate::reduction::{self, AddOp, MaxOp, MinOp, MulOp, Overwrite, Reduction};
+use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
 use crate::shape::{normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
@@ -365,7 +365,7 @@ impl ScatterElements {
         out: &mut [T],
     ) -> Result<()> {
         let idx = &canonical_indices(indices.data())?;
-        self.apply(data, indices.shape(), idx, updates, plan, out)
+        self.apply(data, indices.shape(), idx, updates, plan, out)?
             .map_err(|found| first_bad_index(indices, plan.rule, found))
     }
 
@@ -406,7 +406,7 @@ impl ScatterElements {
             Some(result) => result,
             None => {
                 let mut out = alloc_output(len)?;
-                self.apply(data, indices.shape(), idx, updates, plan, &mut out)
+                self.apply(data, indices.shape(), idx, updates, plan, &mut out)?
                     .map(|()| out)
             }
         };
@@ -414,7 +414,8 @@ impl ScatterElements {
     }
 
     /// The kernel over canonical indices into an initialised `out`;
-    /// `Err(p)`: the index at flat position `p` is out of range.
+    /// `Ok(Err(p))`: the index at flat position `p` is out of range; `Err`:
+    /// the dtype does not define the reduction.
     fn apply<T: Element>(
         &self,
         data: TypedView<'_, T>,
@@ -423,7 +424,7 @@ impl ScatterElements {
         updates: TypedView<'_, T>,
         plan: &ScatterPlan,
         out: &mut [T],
-    ) -> std::result::Result<(), usize> {
+    ) -> Result<std::result::Result<(), usize>> {
         let g = Geometry {
             data_shape: data.shape(),
             indices_shape,
@@ -432,18 +433,43 @@ impl ScatterElements {
         let (from, upd) = (data.data(), updates.data());
         match self.reduction {
             // Plain overwrite moves words: f32/i32/u32 share one loop.
-            Reduction::None => scatter::<T::Word, T::Word, Overwrite>(
+            Reduction::None => Ok(scatter::<T::Word, T::Word, Overwrite>(
                 T::as_words(from),
                 T::as_words_mut(out),
                 &g,
                 idx,
                 T::as_words(upd),
+            )),
+            reduction => T::with_combine(
+                reduction,
+                ApplyUpdates {
+                    from,
+                    out,
+                    geometry: &g,
+                    idx,
+                    upd,
+                },
             ),
-            Reduction::Add => scatter::<T, T, AddOp>(from, out, &g, idx, upd),
-            Reduction::Mul => scatter::<T, T, MulOp>(from, out, &g, idx, upd),
-            Reduction::Max => scatter::<T, T, MaxOp>(from, out, &g, idx, upd),
-            Reduction::Min => scatter::<T, T, MinOp>(from, out, &g, idx, upd),
         }
+    }
+}
+
+/// The reduction kernel, for [`crate::reduction::Reduce::with_combine`] to run with the
+/// dtype's combine rule.
+struct ApplyUpdates<'a, T> {
+    from: &'a [T],
+    out: &'a mut [T],
+    geometry: &'a Geometry<'a>,
+    idx: &'a [i64],
+    upd: &'a [T],
+}
+
+impl<T: Element> CombineKernel<T> for ApplyUpdates<'_, T> {
+    /// `Err(p)`: the index at flat position `p` is out of range.
+    type Output = std::result::Result<(), usize>;
+
+    fn run<C: Combine<T>>(self) -> Self::Output {
+        scatter::<T, T, C>(self.from, self.out, self.geometry, self.idx, self.upd)
     }
 }
 
