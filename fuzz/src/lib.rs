@@ -13,8 +13,8 @@ mod common;
 use arbitrary::{Result, Unstructured};
 use common::*;
 use gatherscatter::{
-    DType, ErrorKind, FeatureLevel, Gather, GatherElements, GatherND, Profile, Reduction,
-    ScatterElements, ScatterND, Tensor,
+    DType, ErrorKind, FeatureLevel, Gather, GatherElements, GatherND, Op, Profile, Reduction,
+    ScatterElements, ScatterND, Tensor, TensorView,
 };
 
 /// One decoded call.
@@ -192,12 +192,19 @@ fn check_outcome<T: RefReduce>(
     }
 }
 
+/// Every op runs through the library's one operator list, as `gsx` and the
+/// model runner call it.
+fn run_op(op: impl Into<Op>, inputs: &[&Tensor]) -> gatherscatter::Result<Tensor> {
+    let views: Vec<TensorView> = inputs.iter().map(|&t| t.into()).collect();
+    op.into().run(&views)
+}
+
 fn run_gather<T: RefReduce>(case: &Case) {
     let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
     let result = Gather::new(case.axis)
         .batch_dims(case.batch_dims)
-        .profile(case.profile)
-        .run(&data, &case.indices_tensor());
+        .profile(case.profile);
+    let result = run_op(result, &[&data, &case.indices_tensor()]);
     let reference = || {
         reference_gather(
             data.data::<T>().unwrap(),
@@ -213,9 +220,8 @@ fn run_gather<T: RefReduce>(case: &Case) {
 
 fn run_gather_elements<T: RefReduce>(case: &Case) {
     let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
-    let result = GatherElements::new(case.axis)
-        .profile(case.profile)
-        .run(&data, &case.indices_tensor());
+    let op = GatherElements::new(case.axis).profile(case.profile);
+    let result = run_op(op, &[&data, &case.indices_tensor()]);
     let reference = || {
         reference_gather_elements(
             data.data::<T>().unwrap(),
@@ -236,10 +242,10 @@ fn run_scatter_elements<T: RefReduce>(case: &Case) {
     let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
     let before = data.clone();
     let updates = data_tensor(case.data_dtype, &case.indices_shape, case.seed ^ 0x5eed);
-    let result = ScatterElements::new(case.axis)
+    let op = ScatterElements::new(case.axis)
         .reduction(case.reduction)
-        .profile(case.profile)
-        .run(&data, &case.indices_tensor(), &updates);
+        .profile(case.profile);
+    let result = run_op(op, &[&data, &case.indices_tensor(), &updates]);
     assert_eq!(
         format!("{data:?}"),
         format!("{before:?}"),
@@ -266,10 +272,10 @@ fn run_scatter_elements<T: RefReduce>(case: &Case) {
 
 fn run_gather_nd<T: RefReduce>(case: &Case) {
     let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
-    let result = GatherND::new()
+    let op = GatherND::new()
         .batch_dims(case.batch_dims)
-        .profile(case.profile)
-        .run(&data, &case.indices_tensor());
+        .profile(case.profile);
+    let result = run_op(op, &[&data, &case.indices_tensor()]);
     let reference = || {
         reference_gather_nd(
             data.data::<T>().unwrap(),
@@ -295,10 +301,10 @@ fn run_scatter_nd<T: RefReduce>(case: &Case) {
         return;
     }
     let updates = data_tensor(case.data_dtype, &updates_shape, case.seed ^ 0x5eed);
-    let result = ScatterND::new()
+    let op = ScatterND::new()
         .reduction(case.reduction)
-        .profile(case.profile)
-        .run(&data, &case.indices_tensor(), &updates);
+        .profile(case.profile);
+    let result = run_op(op, &[&data, &case.indices_tensor(), &updates]);
     assert_eq!(
         format!("{data:?}"),
         format!("{before:?}"),
@@ -469,16 +475,12 @@ fn run_tensor_scatter<T: RefReduce>(case: &TensorScatterCase) {
     } else {
         gatherscatter::ScatterMode::Linear
     };
-    let result = gatherscatter::TensorScatter::new()
+    let op = gatherscatter::TensorScatter::new()
         .axis(case.axis)
-        .mode(mode)
-        .run(
-            &past,
-            &update,
-            write
-                .as_ref()
-                .map(|(t, _)| gatherscatter::TensorView::from(t)),
-        );
+        .mode(mode);
+    let mut inputs = vec![&past, &update];
+    inputs.extend(write.as_ref().map(|(t, _)| t));
+    let result = run_op(op, &inputs);
     assert_eq!(
         format!("{past:?}"),
         format!("{before:?}"),
