@@ -1,5 +1,5 @@
 //! The low-level layer: memory and CPU code that the kernels share. It never
-//! imports from [`crate::ops`]; the ops build on it (docs/design.md §2).
+//! imports from [`crate::ops`]; the ops build on it (docs/design.md, "Layers").
 //!
 //! - [`cpu`]: the running CPU's features.
 //! - [`parallel`]: how a kernel's output is split across the rayon pool.
