@@ -101,7 +101,7 @@ pub(crate) struct Avx(());
 impl Avx {
     /// The proof, where the CPU has AVX2.
     pub(crate) fn detect() -> Option<Avx> {
-        (cfg!(target_arch = "x86_64") && avx2_available()).then_some(Avx(()))
+        avx2_available().then_some(Avx(()))
     }
 
     /// [`copy_nontemporal_16s`] with 32-byte streaming stores (measured on this
