@@ -5,8 +5,8 @@ use std::fmt;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
-use crate::tensor::{Tensor, TypedTensor, TypedView};
-use crate::tensor_view::TensorView;
+use crate::tensor::{Tensor, TypedTensor, TypedView, TypedViewMut};
+use crate::tensor_view::{TensorView, TensorViewMut};
 
 /// Element type of a tensor: the 16 ONNX tensor types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -209,6 +209,13 @@ pub trait Element:
 
     /// The typed view inside a dynamic one of this dtype.
     fn from_view(view: TensorView<'_>) -> Option<TypedView<'_, Self>>;
+
+    /// Wrap a typed mutable view into the dynamic [`TensorViewMut`].
+    fn into_view_mut(view: TypedViewMut<'_, Self>) -> TensorViewMut<'_>;
+
+    /// The typed mutable view inside a dynamic one of this dtype, or the
+    /// dynamic one back.
+    fn from_view_mut(view: TensorViewMut<'_>) -> Result<TypedViewMut<'_, Self>, TensorViewMut<'_>>;
 }
 
 macro_rules! element {
@@ -283,6 +290,15 @@ macro_rules! element {
                 match view {
                     TensorView::$variant(v) => Some(v),
                     _ => None,
+                }
+            }
+            fn into_view_mut(view: TypedViewMut<'_, Self>) -> TensorViewMut<'_> {
+                TensorViewMut::$variant(view)
+            }
+            fn from_view_mut(view: TensorViewMut<'_>) -> Result<TypedViewMut<'_, Self>, TensorViewMut<'_>> {
+                match view {
+                    TensorViewMut::$variant(v) => Ok(v),
+                    other => Err(other),
                 }
             }
         }

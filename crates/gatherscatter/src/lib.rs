@@ -118,8 +118,8 @@ pub use ops::tensor_scatter::{ScatterMode, TensorScatter};
 pub use profile::{FeatureLevel, Profile};
 pub use reduction::Reduction;
 pub use shape::element_count;
-pub use tensor::{Tensor, TypedTensor, TypedView};
-pub use tensor_view::TensorView;
+pub use tensor::{Tensor, TypedTensor, TypedView, TypedViewMut};
+pub use tensor_view::{TensorView, TensorViewMut};
 
 pub use half::{bf16, f16};
 pub use num_complex::{Complex32, Complex64};

@@ -26,6 +26,26 @@ pub struct TypedView<'a, T> {
     data: &'a [T],
 }
 
+/// A mutably borrowed tensor of a known element type: shape plus row-major
+/// data, for ops that write into a caller's buffer (`run_into`, `run_in_place`)
+/// without owning it (a numpy array, an arena slot).
+///
+/// ```
+/// use gatherscatter::{Gather, Tensor, TypedViewMut};
+///
+/// let data = Tensor::new(vec![3], vec![10i32, 20, 30])?;
+/// let indices = Tensor::from_vec(vec![2i64, 0]);
+/// let (shape, mut buffer) = ([2], [0i32; 2]);
+/// Gather::new(0).run_into(&data, &indices, TypedViewMut::new(&shape, &mut buffer)?)?;
+/// assert_eq!(buffer, [30, 10]);
+/// # Ok::<(), gatherscatter::Error>(())
+/// ```
+#[derive(Debug, PartialEq)]
+pub struct TypedViewMut<'a, T> {
+    shape: &'a [usize],
+    data: &'a mut [T],
+}
+
 // Manual impls: a view is Copy whatever `T` is.
 impl<T> Clone for TypedView<'_, T> {
     fn clone(&self) -> Self {
@@ -154,6 +174,59 @@ impl<'a, T> TypedView<'a, T> {
         TypedTensor {
             shape: self.shape.to_vec(),
             data: self.data.to_vec(),
+        }
+    }
+}
+
+impl<'a, T> TypedViewMut<'a, T> {
+    /// A mutable view of row-major `data` with the given shape; errors if the lengths disagree.
+    pub fn new(shape: &'a [usize], data: &'a mut [T]) -> Result<Self> {
+        check_length("tensor", shape, data.len())?;
+        Ok(TypedViewMut { shape, data })
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &'a [usize] {
+        self.shape
+    }
+
+    /// The elements in row-major order.
+    pub fn data(&self) -> &[T] {
+        self.data
+    }
+
+    /// The elements in row-major order, to write.
+    pub fn data_mut(&mut self) -> &mut [T] {
+        self.data
+    }
+
+    /// The elements, for as long as the view borrowed them.
+    pub fn into_data_mut(self) -> &'a mut [T] {
+        self.data
+    }
+
+    /// A read-only view of the same elements.
+    pub fn view(&self) -> TypedView<'_, T> {
+        TypedView {
+            shape: self.shape,
+            data: self.data,
+        }
+    }
+
+    /// A shorter-lived mutable view of the same elements.
+    pub fn reborrow(&mut self) -> TypedViewMut<'_, T> {
+        TypedViewMut {
+            shape: self.shape,
+            data: self.data,
+        }
+    }
+}
+
+impl<'a, T> From<&'a mut TypedTensor<T>> for TypedViewMut<'a, T> {
+    fn from(tensor: &'a mut TypedTensor<T>) -> TypedViewMut<'a, T> {
+        TypedViewMut {
+            shape: &tensor.shape,
+            data: &mut tensor.data,
         }
     }
 }

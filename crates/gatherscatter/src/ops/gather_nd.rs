@@ -16,6 +16,7 @@ use crate::profile::{self, Profile};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::{TensorViewMut, TypedViewMut};
 
 /// The GatherND operator.
 ///
@@ -112,12 +113,13 @@ impl GatherND {
     /// assert_eq!(out.data::<i32>().unwrap(), &[2, 3, 0, 1]);
     /// # Ok::<(), gatherscatter::Error>(())
     /// ```
-    pub fn run_into<'d, 'i>(
+    pub fn run_into<'d, 'i, 'o>(
         &self,
         data: impl Into<TensorView<'d>>,
         indices: impl Into<TensorView<'i>>,
-        out: &mut Tensor,
+        out: impl Into<TensorViewMut<'o>>,
     ) -> Result<()> {
+        let out = out.into();
         let (data, indices) = (data.into(), indices.into());
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
         let offsets = resolve_tensor_tuples(indices, &plan.rule, "GatherND")?;
@@ -128,12 +130,13 @@ impl GatherND {
     }
 
     /// Typed form of [`GatherND::run_into`].
-    pub fn run_typed_into<T: Element, I: IndexElement>(
+    pub fn run_typed_into<'o, T: Element, I: IndexElement>(
         &self,
         data: TypedView<'_, T>,
         indices: TypedView<'_, I>,
-        out: &mut TypedTensor<T>,
+        out: impl Into<TypedViewMut<'o, T>>,
     ) -> Result<()> {
+        let mut out = out.into();
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
         check_output_shape("GatherND", out.shape(), &plan.output_shape)?;
         let offsets = resolve_tuples(indices, &plan.rule)?;

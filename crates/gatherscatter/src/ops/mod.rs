@@ -98,22 +98,22 @@ pub(crate) fn check_output_shape(op: &str, given: &[usize], expected: &[usize]) 
 /// have the data's dtype `T` and the op's output shape.
 pub(crate) fn typed_output<'o, T: Element>(
     op: &str,
-    out: &'o mut crate::Tensor,
+    out: crate::TensorViewMut<'o>,
     expected_shape: &[usize],
 ) -> Result<&'o mut [T]> {
     let typed = typed_buffer::<T>(op, out)?;
     check_output_shape(op, typed.shape(), expected_shape)?;
-    Ok(typed.data_mut())
+    Ok(typed.into_data_mut())
 }
 
 /// A caller's buffer as a typed tensor, which must have the data's dtype `T`.
 pub(crate) fn typed_buffer<'o, T: Element>(
     op: &str,
-    out: &'o mut crate::Tensor,
-) -> Result<&'o mut crate::TypedTensor<T>> {
+    out: crate::TensorViewMut<'o>,
+) -> Result<crate::TypedViewMut<'o, T>> {
     let given = out.dtype();
-    T::from_tensor_mut(out)
-        .ok_or_else(|| dtype_mismatch("output", given, T::DTYPE, &format!("{op} on {{}} data")))
+    T::from_view_mut(out)
+        .map_err(|_| dtype_mismatch("output", given, T::DTYPE, &format!("{op} on {{}} data")))
 }
 
 /// Same rank; off the axis, indices no larger than data (or equal, when

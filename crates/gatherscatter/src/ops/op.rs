@@ -11,7 +11,7 @@ use crate::ops::scatter_elements::ScatterElements;
 use crate::ops::scatter_nd::ScatterND;
 use crate::ops::tensor_scatter::TensorScatter;
 use crate::tensor::Tensor;
-use crate::tensor_view::TensorView;
+use crate::tensor_view::{TensorView, TensorViewMut};
 
 /// One operator with its attributes.
 ///
@@ -104,20 +104,7 @@ impl Op {
     /// Run on the inputs in [`Op::inputs`] order. Too few or too many is a
     /// `shape_mismatch` error naming the operator's inputs.
     pub fn run(&self, inputs: &[TensorView<'_>]) -> Result<Tensor> {
-        let (required, all) = (self.required_inputs(), self.inputs().len());
-        if !(required..=all).contains(&inputs.len()) {
-            let count = if required == all {
-                format!("{all}")
-            } else {
-                format!("{required} to {all}")
-            };
-            return Err(Error::shape(format!(
-                "{} takes {count} inputs ({}), {} were given",
-                self.name(),
-                self.inputs().join(", "),
-                inputs.len()
-            )));
-        }
+        self.check_input_count(inputs)?;
         let i = |k: usize| inputs[k];
         match self {
             Op::Gather(op) => op.run(i(0), i(1)),
@@ -127,6 +114,57 @@ impl Op {
             Op::ScatterND(op) => op.run(i(0), i(1), i(2)),
             Op::TensorScatter(op) => op.run(i(0), i(1), inputs.get(2).copied()),
         }
+    }
+
+    /// Like [`Op::run`], but writes the result into `out`, a buffer of the
+    /// output's dtype and shape. What `out` holds after an error is each
+    /// operator's `run_into` rule (untouched, except ScatterElements, which
+    /// checks indices as it applies them).
+    ///
+    /// ```
+    /// use gatherscatter::{GatherElements, Op, Tensor, TensorView, TypedViewMut};
+    ///
+    /// let data = Tensor::new(vec![2, 2], vec![1i64, 2, 3, 4])?;
+    /// let indices = Tensor::new(vec![2, 1], vec![1i64, 0])?;
+    /// let (shape, mut buffer) = ([2, 1], [0i64; 2]);
+    /// let inputs = [TensorView::from(&data), TensorView::from(&indices)];
+    /// Op::from(GatherElements::new(1)).run_into(&inputs, TypedViewMut::new(&shape, &mut buffer)?)?;
+    /// assert_eq!(buffer, [2, 3]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_into<'o>(
+        &self,
+        inputs: &[TensorView<'_>],
+        out: impl Into<TensorViewMut<'o>>,
+    ) -> Result<()> {
+        self.check_input_count(inputs)?;
+        let i = |k: usize| inputs[k];
+        match self {
+            Op::Gather(op) => op.run_into(i(0), i(1), out),
+            Op::GatherElements(op) => op.run_into(i(0), i(1), out),
+            Op::ScatterElements(op) => op.run_into(i(0), i(1), i(2), out),
+            Op::GatherND(op) => op.run_into(i(0), i(1), out),
+            Op::ScatterND(op) => op.run_into(i(0), i(1), i(2), out),
+            Op::TensorScatter(op) => op.run_into(i(0), i(1), inputs.get(2).copied(), out),
+        }
+    }
+
+    fn check_input_count(&self, inputs: &[TensorView<'_>]) -> Result<()> {
+        let (required, all) = (self.required_inputs(), self.inputs().len());
+        if (required..=all).contains(&inputs.len()) {
+            return Ok(());
+        }
+        let count = if required == all {
+            format!("{all}")
+        } else {
+            format!("{required} to {all}")
+        };
+        Err(Error::shape(format!(
+            "{} takes {count} inputs ({}), {} were given",
+            self.name(),
+            self.inputs().join(", "),
+            inputs.len()
+        )))
     }
 }
 

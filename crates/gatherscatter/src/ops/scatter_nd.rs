@@ -17,7 +17,8 @@ use crate::profile::{self, Profile};
 use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
 use crate::shape::{checked_product, require_rank_at_least_1, strides};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
-use crate::tensor_view::{with_view, TensorView};
+use crate::tensor_view::{with_view, with_view_mut, TensorView};
+use crate::{TensorViewMut, TypedViewMut};
 
 /// The ScatterND operator.
 ///
@@ -118,13 +119,14 @@ impl ScatterND {
     /// assert_eq!(out.data::<f32>().unwrap(), &[1.0, 2.0, 43.0, 24.0]);
     /// # Ok::<(), gatherscatter::Error>(())
     /// ```
-    pub fn run_into<'d, 'i, 'u>(
+    pub fn run_into<'d, 'i, 'u, 'o>(
         &self,
         data: impl Into<TensorView<'d>>,
         indices: impl Into<TensorView<'i>>,
         updates: impl Into<TensorView<'u>>,
-        out: &mut Tensor,
+        out: impl Into<TensorViewMut<'o>>,
     ) -> Result<()> {
+        let out = out.into();
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
         let (plan, offsets) = self.prepare(&data, indices, &updates)?;
         with_view!(data, t => {
@@ -135,13 +137,14 @@ impl ScatterND {
     }
 
     /// Typed form of [`ScatterND::run_into`].
-    pub fn run_typed_into<T: Element, I: IndexElement>(
+    pub fn run_typed_into<'o, T: Element, I: IndexElement>(
         &self,
         data: TypedView<'_, T>,
         indices: TypedView<'_, I>,
         updates: TypedView<'_, T>,
-        out: &mut TypedTensor<T>,
+        out: impl Into<TypedViewMut<'o, T>>,
     ) -> Result<()> {
+        let mut out = out.into();
         let plan = self.plan(
             data.shape(),
             T::DTYPE,
@@ -152,6 +155,39 @@ impl ScatterND {
         super::check_output_shape("ScatterND", out.shape(), data.shape())?;
         let offsets = resolve_tuples(indices, &plan.rule)?;
         self.fill(data, &offsets, updates, plan.block, out.data_mut())
+    }
+
+    /// Apply the updates to `data` where it is, as numpy's `np.add.at` does:
+    /// `data` ends as [`ScatterND::run`] would return it, without a copy of
+    /// `data` (a large accumulator that few updates touch costs only the
+    /// updates). Every tuple is checked first: on an error `data` is
+    /// unchanged. The updates are applied on the calling thread, in
+    /// row-major order, so duplicates resolve as in [`ScatterND::run`].
+    ///
+    /// ```
+    /// use gatherscatter::{Reduction, ScatterND, Tensor};
+    ///
+    /// let mut counts = Tensor::new(vec![3], vec![0u32; 3])?;
+    /// let indices = Tensor::new(vec![4, 1], vec![2i64, 0, 2, -1])?;
+    /// let ones = Tensor::from_vec(vec![1u32; 4]);
+    /// ScatterND::new()
+    ///     .reduction(Reduction::Add)
+    ///     .run_in_place(&mut counts, &indices, &ones)?;
+    /// assert_eq!(counts.data::<u32>().unwrap(), &[1, 0, 3]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn run_in_place<'d, 'i, 'u>(
+        &self,
+        data: impl Into<TensorViewMut<'d>>,
+        indices: impl Into<TensorView<'i>>,
+        updates: impl Into<TensorView<'u>>,
+    ) -> Result<()> {
+        let (data, indices, updates) = (data.into(), indices.into(), updates.into());
+        let (plan, offsets) = self.prepare(&data.view(), indices, &updates)?;
+        with_view_mut!(data, t => {
+            let updates = updates.typed()?;
+            apply_in_place(self.reduction, t.into_data_mut(), &offsets, updates.data(), plan.block)
+        })
     }
 
     /// What both dynamic forms check before anything is written: the
@@ -359,6 +395,64 @@ pub fn scatter_nd<'d, 'i, 'u>(
     ScatterND::new()
         .reduction(reduction)
         .run(data, indices, updates)
+}
+
+/// Every tuple's slice of `updates` combined into `out` at its offset, in
+/// row-major order, on the calling thread.
+fn apply_in_place<T: Element>(
+    reduction: Reduction,
+    out: &mut [T],
+    offsets: &[usize],
+    updates: &[T],
+    block: usize,
+) -> Result<()> {
+    match reduction {
+        Reduction::None => {
+            combine_slices::<T::Word, Overwrite>(
+                T::as_words_mut(out),
+                offsets,
+                T::as_words(updates),
+                block,
+            );
+            Ok(())
+        }
+        reduction => T::with_combine(
+            reduction,
+            CombineSlices {
+                out,
+                offsets,
+                updates,
+                block,
+            },
+        ),
+    }
+}
+
+/// [`combine_slices`] as a kernel for [`crate::reduction::Reduce::with_combine`].
+struct CombineSlices<'a, T> {
+    out: &'a mut [T],
+    offsets: &'a [usize],
+    updates: &'a [T],
+    block: usize,
+}
+
+impl<T: Element> CombineKernel<T> for CombineSlices<'_, T> {
+    type Output = ();
+
+    fn run<C: Combine<T>>(self) {
+        combine_slices::<T, C>(self.out, self.offsets, self.updates, self.block)
+    }
+}
+
+fn combine_slices<W, C: Combine<W>>(out: &mut [W], offsets: &[usize], updates: &[W], block: usize) {
+    if block == 0 {
+        return;
+    }
+    for (&off, upd) in offsets.iter().zip(updates.chunks_exact(block)) {
+        for (o, u) in out[off..off + block].iter_mut().zip(upd) {
+            C::combine(o, u);
+        }
+    }
 }
 
 /// `out = data`, then every tuple's slice combined in row-major order, so

@@ -20,6 +20,7 @@ use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::{TensorViewMut, TypedViewMut};
 
 /// Where a TensorScatter update goes when it reaches the end of the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -172,13 +173,14 @@ impl TensorScatter {
     /// assert_eq!(present.data::<f32>().unwrap(), &[1.0, 2.0, 9.0, 4.0]);
     /// # Ok::<(), gatherscatter::Error>(())
     /// ```
-    pub fn run_into<'c, 'u>(
+    pub fn run_into<'c, 'u, 'o>(
         &self,
         past_cache: impl Into<TensorView<'c>>,
         update: impl Into<TensorView<'u>>,
         write_indices: Option<TensorView<'_>>,
-        out: &mut Tensor,
+        out: impl Into<TensorViewMut<'o>>,
     ) -> Result<()> {
+        let out = out.into();
         let (past_cache, update) = (past_cache.into(), update.into());
         let (plan, positions) = self.prepare(&past_cache, &update, write_indices)?;
         with_view!(past_cache, t => {
@@ -207,16 +209,16 @@ impl TensorScatter {
     /// assert_eq!(cache.data::<i32>().unwrap(), &[9, 2, 8]);
     /// # Ok::<(), gatherscatter::Error>(())
     /// ```
-    pub fn run_in_place<'u>(
+    pub fn run_in_place<'c, 'u>(
         &self,
-        cache: &mut Tensor,
+        cache: impl Into<TensorViewMut<'c>>,
         update: impl Into<TensorView<'u>>,
         write_indices: Option<TensorView<'_>>,
     ) -> Result<()> {
-        let update = update.into();
-        let (plan, positions) = self.prepare(&TensorView::from(&*cache), &update, write_indices)?;
+        let (cache, update) = (cache.into(), update.into());
+        let (plan, positions) = self.prepare(&cache.view(), &update, write_indices)?;
         with_view!(update, u => {
-            let cache = super::typed_buffer("TensorScatter", cache)?;
+            let mut cache = super::typed_buffer("TensorScatter", cache)?;
             write_windows_in_place(cache.data_mut(), u, &positions, &plan);
             Ok(())
         })
@@ -239,13 +241,14 @@ impl TensorScatter {
     }
 
     /// Typed form of [`TensorScatter::run_into`].
-    pub fn run_typed_into<T: Element, I: IndexElement>(
+    pub fn run_typed_into<'o, T: Element, I: IndexElement>(
         &self,
         past_cache: TypedView<'_, T>,
         update: TypedView<'_, T>,
         write_indices: Option<TypedView<'_, I>>,
-        out: &mut TypedTensor<T>,
+        out: impl Into<TypedViewMut<'o, T>>,
     ) -> Result<()> {
+        let mut out = out.into();
         let (plan, positions) =
             self.prepare_typed(past_cache.shape(), update.shape(), T::DTYPE, write_indices)?;
         super::check_output_shape("TensorScatter", out.shape(), past_cache.shape())?;
@@ -254,12 +257,13 @@ impl TensorScatter {
     }
 
     /// Typed form of [`TensorScatter::run_in_place`].
-    pub fn run_typed_in_place<T: Element, I: IndexElement>(
+    pub fn run_typed_in_place<'c, T: Element, I: IndexElement>(
         &self,
-        cache: &mut TypedTensor<T>,
+        cache: impl Into<TypedViewMut<'c, T>>,
         update: TypedView<'_, T>,
         write_indices: Option<TypedView<'_, I>>,
     ) -> Result<()> {
+        let mut cache = cache.into();
         let (plan, positions) =
             self.prepare_typed(cache.shape(), update.shape(), T::DTYPE, write_indices)?;
         write_windows_in_place(cache.data_mut(), update, &positions, &plan);

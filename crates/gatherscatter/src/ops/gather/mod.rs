@@ -17,6 +17,7 @@ use crate::profile::{self, Profile};
 use crate::shape::{checked_product_of_parts, normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::{TensorViewMut, TypedViewMut};
 
 /// The Gather operator: its attributes and the contract it is checked against.
 ///
@@ -162,17 +163,18 @@ impl Gather {
     /// assert_eq!(out.data::<i32>().unwrap(), &[5, 6, 1, 2]);
     /// # Ok::<(), gatherscatter::Error>(())
     /// ```
-    pub fn run_into<'d, 'i>(
+    pub fn run_into<'d, 'i, 'o>(
         &self,
         data: impl Into<TensorView<'d>>,
         indices: impl Into<TensorView<'i>>,
-        out: &mut Tensor,
+        out: impl Into<TensorViewMut<'o>>,
     ) -> Result<()> {
+        let out = out.into();
         let (data, indices) = (data.into(), indices.into());
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
         let resolved = resolve_tensor_along_axis(indices, plan.rule, "Gather")?;
         with_view!(data, t => {
-            let out = typed_buffer("Gather", out)?;
+            let mut out = typed_buffer("Gather", out)?;
             plan.check_output(out.shape())?;
             fill(t, &resolved, &plan, out.data_mut());
             Ok(())
@@ -180,12 +182,13 @@ impl Gather {
     }
 
     /// Typed form of [`Gather::run_into`].
-    pub fn run_typed_into<T: Element, I: IndexElement>(
+    pub fn run_typed_into<'o, T: Element, I: IndexElement>(
         &self,
         data: TypedView<'_, T>,
         indices: TypedView<'_, I>,
-        out: &mut TypedTensor<T>,
+        out: impl Into<TypedViewMut<'o, T>>,
     ) -> Result<()> {
+        let mut out = out.into();
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
         plan.check_output(out.shape())?;
         let resolved = resolve_along_axis(indices, plan.rule)?;

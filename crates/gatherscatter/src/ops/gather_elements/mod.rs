@@ -15,6 +15,7 @@ use crate::profile::{self, Profile};
 use crate::shape::{checked_element_count, normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::{TensorViewMut, TypedViewMut};
 
 /// The GatherElements operator: its axis and the contract it is checked against.
 ///
@@ -93,12 +94,13 @@ impl GatherElements {
     /// assert_eq!(out.data::<u8>().unwrap(), &[2, 2, 3, 4]);
     /// # Ok::<(), gatherscatter::Error>(())
     /// ```
-    pub fn run_into<'d, 'i>(
+    pub fn run_into<'d, 'i, 'o>(
         &self,
         data: impl Into<TensorView<'d>>,
         indices: impl Into<TensorView<'i>>,
-        out: &mut Tensor,
+        out: impl Into<TensorViewMut<'o>>,
     ) -> Result<()> {
+        let out = out.into();
         let (data, indices) = (data.into(), indices.into());
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
         with_index_view!(indices, "GatherElements", idx => {
@@ -109,12 +111,13 @@ impl GatherElements {
     }
 
     /// Typed form of [`GatherElements::run_into`].
-    pub fn run_typed_into<T: Element, I: IndexElement>(
+    pub fn run_typed_into<'o, T: Element, I: IndexElement>(
         &self,
         data: TypedView<'_, T>,
         indices: TypedView<'_, I>,
-        out: &mut TypedTensor<T>,
+        out: impl Into<TypedViewMut<'o, T>>,
     ) -> Result<()> {
+        let mut out = out.into();
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
         check_output_shape("GatherElements", out.shape(), indices.shape())?;
         fill(data, indices, &plan, out.data_mut())

@@ -22,6 +22,7 @@ use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
 use crate::shape::{normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
+use crate::{TensorViewMut, TypedViewMut};
 
 /// The ScatterElements operator: axis, reduction, and the contract it is checked against.
 ///
@@ -208,13 +209,14 @@ impl ScatterElements {
     /// assert_eq!(out.data::<i64>().unwrap(), &[1, 2, 33]);
     /// # Ok::<(), gatherscatter::Error>(())
     /// ```
-    pub fn run_into<'d, 'i, 'u>(
+    pub fn run_into<'d, 'i, 'u, 'o>(
         &self,
         data: impl Into<TensorView<'d>>,
         indices: impl Into<TensorView<'i>>,
         updates: impl Into<TensorView<'u>>,
-        out: &mut Tensor,
+        out: impl Into<TensorViewMut<'o>>,
     ) -> Result<()> {
+        let out = out.into();
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
         let plan = self.plan_views(&data, &indices, &updates)?;
         with_index_view!(indices, "ScatterElements", idx => {
@@ -226,13 +228,14 @@ impl ScatterElements {
     }
 
     /// Typed form of [`ScatterElements::run_into`].
-    pub fn run_typed_into<T: Element, I: IndexElement>(
+    pub fn run_typed_into<'o, T: Element, I: IndexElement>(
         &self,
         data: TypedView<'_, T>,
         indices: TypedView<'_, I>,
         updates: TypedView<'_, T>,
-        out: &mut TypedTensor<T>,
+        out: impl Into<TypedViewMut<'o, T>>,
     ) -> Result<()> {
+        let mut out = out.into();
         let plan = self.plan(
             data.shape(),
             T::DTYPE,
