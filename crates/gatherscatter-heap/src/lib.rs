@@ -1,0 +1,252 @@
+//! [`HugePageHeap`]: a global allocator that asks the kernel for transparent
+//! huge pages under large blocks, as numpy does for its arrays, so a fresh
+//! 64 MiB tensor costs 32 page faults instead of 16,384. `gsx-bench` and
+//! the Python extension install it; the library itself allocates through
+//! whatever allocator its program has.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A global allocator: the system allocator, plus, once
+/// [`HugePageHeap::enable`] is called, a request for transparent huge pages
+/// (`madvise(MADV_HUGEPAGE)`) over the whole 2 MiB pages inside every block
+/// of at least 4 MiB, made as the allocator hands the block out, before the
+/// caller writes it (`calloc` and `realloc` may have written parts already;
+/// those pages stay as they were until the kernel merges them). numpy asks
+/// the same for its arrays, so the peers' inputs and outputs sit on huge
+/// pages.
+///
+/// glibc's `glibc.malloc.hugetlb=1` alone did not make this hold: it asks
+/// when the heap grows, and whether the request took depended on the heap's
+/// layout, hence on the program's path and arguments. W8 (a 32 MiB row
+/// gather) into a buffer on 2 threads ran at 1.21-1.27 ms with no huge page
+/// from `target/release/gsx-bench`, and at 0.75-1.08 ms with 64 MiB of huge
+/// pages from a copy of the same binary under `/tmp` (interleaved runs).
+/// Streaming stores into 4 KiB pages were the slow part: in a C loop of the
+/// same shape (W1's and W8's rows, 1 and 2 threads, page sizes interleaved
+/// in one process), a destination on 4 KiB pages took 1.1-1.6x as long as
+/// one on 2 MiB pages; the source's page size moved it by -10% to +16%.
+///
+/// Each large allocation costs one `madvise` call (6 µs under `strace` on
+/// W8, whose fresh output takes about 1 ms to write). Elsewhere than Linux
+/// the request is not made.
+pub struct HugePageHeap {
+    enabled: AtomicBool,
+}
+
+/// Blocks from this size on are asked to sit on huge pages (numpy's
+/// threshold for its arrays).
+const HUGE_PAGE_MIN_BLOCK: usize = 4 << 20;
+
+/// The transparent huge page size of x86-64 and most aarch64 kernels.
+const HUGE_PAGE: usize = 2 << 20;
+
+impl HugePageHeap {
+    /// A heap that makes no request until enabled.
+    pub const fn new() -> HugePageHeap {
+        HugePageHeap {
+            enabled: AtomicBool::new(false),
+        }
+    }
+
+    /// A heap that asks from the start (for a `static` global allocator).
+    pub const fn enabled() -> HugePageHeap {
+        HugePageHeap {
+            enabled: AtomicBool::new(true),
+        }
+    }
+
+    /// From now on, ask for huge pages under large blocks.
+    pub fn enable(&self) {
+        self.enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// Ask for huge pages over the whole huge pages inside the `size` bytes
+    /// at `block`, when enabled and the block is large enough.
+    fn advise(&self, block: *mut u8, size: usize) {
+        if block.is_null() || size < HUGE_PAGE_MIN_BLOCK || !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some((start, len)) = whole_huge_pages(block as usize, size) {
+            request_huge_pages(start, len);
+        }
+    }
+}
+
+impl Default for HugePageHeap {
+    fn default() -> HugePageHeap {
+        HugePageHeap::new()
+    }
+}
+
+/// The start and length of the whole huge pages inside `size` bytes at
+/// `address`, if there is at least one.
+fn whole_huge_pages(address: usize, size: usize) -> Option<(usize, usize)> {
+    let start = address.checked_next_multiple_of(HUGE_PAGE)?;
+    let end = address.checked_add(size)? / HUGE_PAGE * HUGE_PAGE;
+    (end > start).then(|| (start, end - start))
+}
+
+/// `madvise(MADV_HUGEPAGE)` over `len` bytes at `start`, both multiples of
+/// the huge page size inside one live allocation. A refusal (a kernel
+/// without transparent huge pages) leaves ordinary pages, so it is ignored.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn request_huge_pages(start: usize, len: usize) {
+    // SAFETY: the range lies inside a block the system allocator has just
+    // handed out and nothing else uses yet; MADV_HUGEPAGE only changes how
+    // the kernel backs those pages, never their contents or mapping.
+    let _ = unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE) };
+}
+
+/// Miri cannot call the kernel; elsewhere there is no such request.
+#[cfg(not(all(target_os = "linux", not(miri))))]
+fn request_huge_pages(_start: usize, _len: usize) {}
+
+// SAFETY: every method forwards to `System` with the caller's arguments and
+// returns what it returned; `advise` only reads the block's address.
+unsafe impl GlobalAlloc for HugePageHeap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's guarantees (a non-zero size).
+        let block = unsafe { System.alloc(layout) };
+        self.advise(block, layout.size());
+        block
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as in `alloc`.
+        let block = unsafe { System.alloc_zeroed(layout) };
+        self.advise(block, layout.size());
+        block
+    }
+
+    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        // SAFETY: `block` came from `System` through this allocator with
+        // `layout`, as the caller guarantees.
+        unsafe { System.dealloc(block, layout) }
+    }
+
+    unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as in `dealloc`, and the caller guarantees `new_size`.
+        let moved = unsafe { System.realloc(block, layout, new_size) };
+        self.advise(moved, new_size);
+        moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_huge_pages_inside_a_block_are_named() {
+        let page = HUGE_PAGE;
+        assert_eq!(whole_huge_pages(page, 2 * page), Some((page, 2 * page)));
+        assert_eq!(
+            whole_huge_pages(page + 16, 2 * page),
+            Some((2 * page, page))
+        );
+        assert_eq!(whole_huge_pages(page + 16, 2 * page - 32), None);
+        assert_eq!(whole_huge_pages(16, page - 16), None);
+        assert_eq!(whole_huge_pages(usize::MAX - 64, 32), None);
+        assert_eq!(
+            whole_huge_pages(usize::MAX / page * page - page, 4 * page),
+            None
+        );
+    }
+
+    /// Every allocation path of the heap, enabled and not, on blocks below
+    /// and above the threshold: the memory is usable, zeroed where asked,
+    /// and kept across `realloc`.
+    #[test]
+    fn the_heap_hands_out_usable_blocks_of_every_size() {
+        for enabled in [false, true] {
+            let heap = HugePageHeap::new();
+            if enabled {
+                heap.enable();
+            }
+            for size in [1, 4096, HUGE_PAGE_MIN_BLOCK, HUGE_PAGE_MIN_BLOCK + 4096 + 3] {
+                let layout = Layout::from_size_align(size, 64).unwrap();
+                let probes = [0, size / 2, size - 1];
+                // SAFETY: a non-zero size; each block is used within its
+                // size and freed once with its own layout.
+                unsafe {
+                    let block = heap.alloc(layout);
+                    assert!(!block.is_null() && block as usize % 64 == 0);
+                    for &at in &probes {
+                        block.add(at).write(7);
+                        assert_eq!(block.add(at).read(), 7);
+                    }
+                    heap.dealloc(block, layout);
+
+                    let zeroed = heap.alloc_zeroed(layout);
+                    assert!(!zeroed.is_null());
+                    for &at in &probes {
+                        assert_eq!(zeroed.add(at).read(), 0, "size {size}");
+                    }
+                    zeroed.write(9);
+                    let grown_size = size + HUGE_PAGE_MIN_BLOCK;
+                    let grown = heap.realloc(zeroed, layout, grown_size);
+                    assert!(!grown.is_null());
+                    assert_eq!(grown.read(), 9, "size {size}");
+                    grown.add(grown_size - 1).write(5);
+                    heap.dealloc(grown, Layout::from_size_align(grown_size, 64).unwrap());
+                }
+            }
+        }
+    }
+
+    /// On Linux with transparent huge pages, an enabled heap's large block
+    /// lies in a mapping the kernel has marked for them (`hg` in
+    /// `/proc/self/smaps`), whatever the heap's layout.
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "Miri cannot call madvise or read /proc")]
+    fn large_blocks_are_marked_for_huge_pages() {
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
+        if thp.map_or(true, |mode| mode.contains("[never]")) {
+            eprintln!("skipped: this kernel has no transparent huge pages");
+            return;
+        }
+        let heap = HugePageHeap::new();
+        heap.enable();
+        let layout = Layout::from_size_align(4 * HUGE_PAGE, 64).unwrap();
+        // SAFETY: a non-zero size, freed once below with the same layout.
+        let block = unsafe { heap.alloc(layout) };
+        assert!(!block.is_null());
+        let (start, _) = whole_huge_pages(block as usize, layout.size()).unwrap();
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let flags = vm_flags_of(&smaps, start).expect("the block's mapping");
+        // SAFETY: as above.
+        unsafe { heap.dealloc(block, layout) };
+        assert!(
+            flags.split_whitespace().any(|f| f == "hg"),
+            "VmFlags: {flags}"
+        );
+    }
+
+    /// The `VmFlags` line of the mapping in `smaps` that holds `address`.
+    fn vm_flags_of(smaps: &str, address: usize) -> Option<&str> {
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line
+                .split_whitespace()
+                .next()
+                .and_then(|r| r.split_once('-'));
+            let bounds = range.and_then(|(a, b)| {
+                Some((
+                    usize::from_str_radix(a, 16).ok()?,
+                    usize::from_str_radix(b, 16).ok()?,
+                ))
+            });
+            if let Some((from, to)) = bounds {
+                inside = (from..to).contains(&address);
+            } else if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return Some(flags);
+                }
+            }
+        }
+        None
+    }
+}
