@@ -1,0 +1,62 @@
+"""Type stubs of gatherscatter (the Rust module and its numpy spellings)."""
+
+from typing import Any, List, Literal, Optional, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from ._errors import (
+    AttributeValueError as AttributeValueError,
+    AxisError as AxisError,
+    DTypeError as DTypeError,
+    Error as Error,
+    OutOfBoundsError as OutOfBoundsError,
+    OutOfMemoryError as OutOfMemoryError,
+    ReductionError as ReductionError,
+    ShapeError as ShapeError,
+    SizeOverflowError as SizeOverflowError,
+    UnsupportedError as UnsupportedError,
+)
+
+__version__: str
+OPERATORS: List[str]
+
+Reduction = Literal["none", "add", "mul", "max", "min"]
+IndexLike = Union[npt.ArrayLike, Tuple[npt.ArrayLike, ...]]
+
+def gather(data: npt.ArrayLike, indices: npt.ArrayLike, axis: int = 0, batch_dims: int = 0, *,
+           profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+           threads: Optional[int] = None) -> np.ndarray: ...
+def gather_elements(data: npt.ArrayLike, indices: npt.ArrayLike, axis: int = 0, *,
+                    profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+                    threads: Optional[int] = None) -> np.ndarray: ...
+def scatter_elements(data: npt.ArrayLike, indices: npt.ArrayLike, updates: npt.ArrayLike,
+                     axis: int = 0, reduction: Reduction = "none", *,
+                     profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+                     threads: Optional[int] = None) -> np.ndarray: ...
+def gather_nd(data: npt.ArrayLike, indices: npt.ArrayLike, batch_dims: int = 0, *,
+              profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+              threads: Optional[int] = None) -> np.ndarray: ...
+def scatter_nd(data: npt.ArrayLike, indices: npt.ArrayLike, updates: npt.ArrayLike,
+               reduction: Reduction = "none", *, profile: Optional[str] = None,
+               out: Optional[np.ndarray] = None, threads: Optional[int] = None) -> np.ndarray: ...
+def tensor_scatter(past_cache: npt.ArrayLike, update: npt.ArrayLike,
+                   write_indices: Optional[npt.ArrayLike] = None, axis: int = -2,
+                   mode: Literal["linear", "circular"] = "linear", *,
+                   profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+                   threads: Optional[int] = None) -> np.ndarray: ...
+
+def take(a: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int] = None,
+         out: Optional[np.ndarray] = None, mode: Literal["raise", "wrap", "clip"] = "raise", *,
+         threads: Optional[int] = None) -> Any: ...
+def take_along_axis(arr: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int] = -1, *,
+                    threads: Optional[int] = None) -> np.ndarray: ...
+def put_along_axis(arr: np.ndarray, indices: npt.ArrayLike, values: npt.ArrayLike,
+                   axis: Optional[int], *, threads: Optional[int] = None) -> None: ...
+def add_at(a: np.ndarray, indices: IndexLike, b: npt.ArrayLike) -> None: ...
+def multiply_at(a: np.ndarray, indices: IndexLike, b: npt.ArrayLike) -> None: ...
+def maximum_at(a: np.ndarray, indices: IndexLike, b: npt.ArrayLike) -> None: ...
+def minimum_at(a: np.ndarray, indices: IndexLike, b: npt.ArrayLike) -> None: ...
+
+def set_num_threads(threads: int) -> None: ...
+def get_num_threads() -> int: ...

@@ -1,0 +1,371 @@
+//! `gatherscatter._native`: the core's operators for numpy arrays.
+//!
+//! Each function takes numpy arrays (or anything `numpy.asarray` takes),
+//! builds the core's [`Op`] from its keywords, and runs it with the GIL
+//! released on the chosen number of threads. The Python package
+//! (`python/gatherscatter`) re-exports these and adds numpy's spellings.
+
+mod arrays;
+mod errors;
+mod threads;
+
+use std::str::FromStr;
+
+use gatherscatter::{
+    Gather, GatherElements, GatherND, Op, Profile, Reduction, ScatterElements, ScatterMode,
+    ScatterND, TensorScatter, TensorView,
+};
+use pyo3::prelude::*;
+
+use crate::arrays::Input;
+
+/// Large fresh results sit on transparent huge pages, as numpy's own arrays
+/// do: W1's 64 MiB output otherwise costs 16,384 page faults per call
+/// (61 ms on one thread against 17 ms, measured from Python).
+#[global_allocator]
+static HEAP: gatherscatter_heap::HugePageHeap = gatherscatter_heap::HugePageHeap::enabled();
+use crate::errors::to_py_err;
+
+/// Below this many bytes of inputs and output a call runs right here: it
+/// keeps the GIL and does not hand the work to a thread pool, which costs
+/// more than such a call's work (W9, a 16x16 gather: 10 us through a
+/// one-thread pool against 1.2 us inline). The core splits no call this
+/// small across threads anyway (its threshold is 256 KiB of output).
+const INLINE_MAX_BYTES: usize = 1 << 16;
+
+/// An upper bound of the output's bytes, from the inputs' shapes alone (a
+/// gather can be far larger than its inputs), to decide whether a call is
+/// small enough to run inline. Invalid shapes give some bound; the op
+/// reports them.
+fn output_bytes_bound(op: &Op, views: &[TensorView<'_>]) -> usize {
+    /// The widest element (a complex128, or a `String`'s header).
+    const WIDEST: usize = 24;
+    let (data, indices) = (&views[0], views.get(1));
+    let elements = match (op, indices) {
+        (Op::Gather(gather), Some(indices)) => {
+            let rank = data.rank() as i64;
+            let axis = if gather.axis < 0 {
+                gather.axis + rank
+            } else {
+                gather.axis
+            };
+            let along = usize::try_from(axis)
+                .ok()
+                .and_then(|a| data.shape().get(a).copied())
+                .unwrap_or(1)
+                .max(1);
+            (data.len() / along).saturating_mul(indices.len())
+        }
+        (Op::GatherND(_), Some(indices)) => indices.len().saturating_mul(data.len()),
+        (Op::GatherElements(_), Some(indices)) => indices.len(),
+        _ => data.len(),
+    };
+    elements.saturating_mul(WIDEST)
+}
+
+fn profile(name: Option<&str>) -> PyResult<Profile> {
+    name.map_or(Ok(Profile::Permissive), |name| {
+        Profile::from_str(name).map_err(to_py_err)
+    })
+}
+
+fn reduction(name: &str) -> PyResult<Reduction> {
+    Reduction::from_str(name).map_err(to_py_err)
+}
+
+/// The ONNX operators take only `batch_dims >= 0`.
+fn batch_dims(value: i64) -> PyResult<usize> {
+    usize::try_from(value).map_err(|_| {
+        errors::from_kind_now(
+            "bad_attribute",
+            &format!("batch_dims must be >= 0, not {value}"),
+        )
+    })
+}
+
+/// Run `op` on `inputs` (named `names` in messages), into `out` if given.
+fn run<'py>(
+    py: Python<'py>,
+    op: Op,
+    inputs: &[&Bound<'py, PyAny>],
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let held = inputs
+        .iter()
+        .zip(op.inputs())
+        .map(|(obj, name)| arrays::input(obj, name))
+        .collect::<PyResult<Vec<Input<'_>>>>()?;
+    let views: Vec<TensorView<'_>> = held.iter().map(Input::view).collect();
+    let pool = threads::pool(threads)?;
+    let inline = held.iter().map(Input::nbytes).sum::<usize>() < INLINE_MAX_BYTES
+        && output_bytes_bound(&op, &views) < INLINE_MAX_BYTES;
+    match out {
+        None => {
+            let tensor = work(py, inline, pool.as_deref(), || op.run(&views)).map_err(to_py_err)?;
+            arrays::result(py, tensor, held[0].str_type())
+        }
+        Some(out_obj) => {
+            let mut target = arrays::output(out_obj)?;
+            let shape = target.shape();
+            let view = target.view_mut(&shape)?;
+            work(py, inline, pool.as_deref(), || op.run_into(&views, view)).map_err(to_py_err)?;
+            Ok(out_obj.clone())
+        }
+    }
+}
+
+/// Run `f` here when the call is small (`inline`), else without the GIL on
+/// `pool` (the global pool when `None`).
+fn work<R: Send>(
+    py: Python<'_>,
+    inline: bool,
+    pool: Option<&rayon::ThreadPool>,
+    f: impl FnOnce() -> R + Send,
+) -> R {
+    if inline {
+        f()
+    } else {
+        py.detach(|| threads::run(pool, f))
+    }
+}
+
+/// ONNX Gather: ``out[a..., j..., b...] = data[a..., indices[j...], b...]``
+/// with ``a`` the dims before ``axis``.
+///
+/// Negative indices count from the end of ``axis``; any integer dtype may
+/// index (int8-64, uint8-64). ``batch_dims`` leading dims of ``data`` and
+/// ``indices`` are matched pairwise. Every index is checked before anything
+/// is written: an out-of-range index raises ``OutOfBoundsError`` (an
+/// ``IndexError``) and ``out`` is left as it was. ``profile`` checks the call
+/// against a contract: ``"onnx:13"``, ``"directml:3.0"``, ``"mindspore"``.
+///
+/// >>> import numpy as np, gatherscatter as gs
+/// >>> gs.gather(np.array([[1, 2], [3, 4], [5, 6]]), np.array([2, -3]))
+/// array([[5, 6],
+///        [1, 2]])
+#[pyfunction]
+#[pyo3(signature = (data, indices, axis=0, batch_dims=0, *, profile=None, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn gather<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    axis: i64,
+    batch_dims: i64,
+    profile: Option<&str>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let op = Gather::new(axis)
+        .batch_dims(self::batch_dims(batch_dims)?)
+        .profile(self::profile(profile)?);
+    run(py, op.into(), &[data, indices], out, threads)
+}
+
+/// ONNX GatherElements: ``out[p] = data[p with p[axis] := indices[p]]``;
+/// ``out`` has the shape of ``indices``.
+///
+/// ``indices`` has ``data``'s rank; off ``axis`` its dims are at most
+/// ``data``'s. Negative indices count from the end. An out-of-range index
+/// raises ``OutOfBoundsError`` (an ``IndexError``); ``out`` is left as it was.
+///
+/// >>> import numpy as np, gatherscatter as gs
+/// >>> gs.gather_elements(np.array([[1, 2], [3, 4]]), np.array([[0, 0], [1, 0]]), axis=1)
+/// array([[1, 1],
+///        [4, 3]])
+#[pyfunction]
+#[pyo3(signature = (data, indices, axis=0, *, profile=None, out=None, threads=None))]
+fn gather_elements<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    axis: i64,
+    profile: Option<&str>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let op = GatherElements::new(axis).profile(self::profile(profile)?);
+    run(py, op.into(), &[data, indices], out, threads)
+}
+
+/// ONNX ScatterElements: ``out = data.copy()``; then for each position ``p``
+/// of ``indices`` in row-major order,
+/// ``out[p with p[axis] := indices[p]] = f(out[...], updates[p])``.
+///
+/// ``reduction`` is ``"none"`` (overwrite), ``"add"``, ``"mul"``, ``"max"`` or
+/// ``"min"``. Duplicates: with ``"none"`` the last update in row-major order
+/// wins; reductions apply in row-major order, so results are the same on any
+/// thread count, run after run. ``data`` is never written. On an
+/// out-of-range index an ``OutOfBoundsError`` is raised; a caller's ``out``
+/// may then be partly written (indices are checked as they are applied).
+///
+/// >>> import numpy as np, gatherscatter as gs
+/// >>> gs.scatter_elements(np.zeros(3), np.array([0, 0, 2]), np.array([1., 2., 3.]), reduction="add")
+/// array([3., 0., 3.])
+#[pyfunction]
+#[pyo3(signature = (data, indices, updates, axis=0, reduction="none", *, profile=None, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn scatter_elements<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    updates: &Bound<'py, PyAny>,
+    axis: i64,
+    reduction: &str,
+    profile: Option<&str>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let op = ScatterElements::new(axis)
+        .reduction(self::reduction(reduction)?)
+        .profile(self::profile(profile)?);
+    run(py, op.into(), &[data, indices, updates], out, threads)
+}
+
+/// ONNX GatherND: each index tuple ``indices[b..., j..., :]`` (its last dim
+/// ``k`` long) selects ``data[b..., t_0, ..., t_(k-1)]``, a slice of the dims
+/// after the tuple; ``out.shape = indices.shape[:-1] + data.shape[batch_dims + k:]``.
+///
+/// Negative tuple entries count from the end of their dim; out-of-range
+/// tuples raise ``OutOfBoundsError`` before anything is written.
+///
+/// >>> import numpy as np, gatherscatter as gs
+/// >>> gs.gather_nd(np.array([[0, 1], [2, 3]]), np.array([[1, 0], [0, 1]]))
+/// array([2, 1])
+#[pyfunction]
+#[pyo3(signature = (data, indices, batch_dims=0, *, profile=None, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn gather_nd<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    batch_dims: i64,
+    profile: Option<&str>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let op = GatherND::new()
+        .batch_dims(self::batch_dims(batch_dims)?)
+        .profile(self::profile(profile)?);
+    run(py, op.into(), &[data, indices], out, threads)
+}
+
+/// ONNX ScatterND: ``out = data.copy()``; then for each tuple
+/// ``indices[j..., :]`` in row-major order,
+/// ``out[tuple] = f(out[tuple], updates[j...])`` (a slice when the tuple is
+/// shorter than ``data``'s rank).
+///
+/// ``updates.shape == indices.shape[:-1] + data.shape[k:]``. Duplicates
+/// resolve in row-major order under every reduction (``"none"``: the last
+/// wins), so results never depend on threads. Every tuple is checked before
+/// anything is written.
+///
+/// >>> import numpy as np, gatherscatter as gs
+/// >>> gs.scatter_nd(np.zeros(4, np.int32), np.array([[1], [1], [3]]), np.array([5, 6, 7], np.int32), reduction="add")
+/// array([ 0, 11,  0,  7], dtype=int32)
+#[pyfunction]
+#[pyo3(signature = (data, indices, updates, reduction="none", *, profile=None, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn scatter_nd<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    updates: &Bound<'py, PyAny>,
+    reduction: &str,
+    profile: Option<&str>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let op = ScatterND::new()
+        .reduction(self::reduction(reduction)?)
+        .profile(self::profile(profile)?);
+    run(py, op.into(), &[data, indices, updates], out, threads)
+}
+
+/// ScatterND applied to ``data`` where it lies (no copy of ``data``): the
+/// engine of ``add_at`` and its siblings. Every tuple is checked first; on an
+/// error ``data`` is unchanged. Updates apply on the calling thread in
+/// row-major order.
+#[pyfunction]
+#[pyo3(signature = (data, indices, updates, reduction="none"))]
+fn _scatter_nd_in_place<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    updates: &Bound<'py, PyAny>,
+    reduction: &str,
+) -> PyResult<()> {
+    let op = ScatterND::new().reduction(self::reduction(reduction)?);
+    let (indices, updates) = (
+        arrays::input(indices, "indices")?,
+        arrays::input(updates, "updates")?,
+    );
+    let mut target = arrays::output(data)?;
+    let shape = target.shape();
+    let view = target.view_mut(&shape)?;
+    let (iv, uv) = (indices.view(), updates.view());
+    // Serial work: the pool would only add a hand-over.
+    let inline = indices.nbytes() + updates.nbytes() < INLINE_MAX_BYTES;
+    work(py, inline, None, || op.run_in_place(view, iv, uv)).map_err(to_py_err)
+}
+
+/// ONNX TensorScatter (opset 24), a KV-cache update: ``out = past_cache.copy()``;
+/// for each batch entry ``b`` the ``update`` window of ``sequence_length``
+/// positions is written along ``axis`` (default -2) from position
+/// ``write_indices[b]`` (0 when ``write_indices`` is None). ``mode="linear"``
+/// requires the window to fit; ``"circular"`` wraps modulo the cache length.
+///
+/// >>> import numpy as np, gatherscatter as gs
+/// >>> gs.tensor_scatter(np.zeros((1, 4), np.float32), np.ones((1, 2), np.float32), np.array([1]), axis=1)
+/// array([[0., 1., 1., 0.]], dtype=float32)
+#[pyfunction]
+#[pyo3(signature = (past_cache, update, write_indices=None, axis=-2, mode="linear", *, profile=None, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn tensor_scatter<'py>(
+    py: Python<'py>,
+    past_cache: &Bound<'py, PyAny>,
+    update: &Bound<'py, PyAny>,
+    write_indices: Option<&Bound<'py, PyAny>>,
+    axis: i64,
+    mode: &str,
+    profile: Option<&str>,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let op = TensorScatter::new()
+        .axis(axis)
+        .mode(ScatterMode::from_str(mode).map_err(to_py_err)?)
+        .profile(self::profile(profile)?);
+    match write_indices {
+        Some(w) => run(py, op.into(), &[past_cache, update, w], out, threads),
+        None => run(py, op.into(), &[past_cache, update], out, threads),
+    }
+}
+
+/// Set how many threads calls without ``threads=`` use (default: all cores).
+#[pyfunction]
+fn set_num_threads(threads: usize) -> PyResult<()> {
+    threads::set_default(threads)
+}
+
+/// How many threads calls without ``threads=`` use.
+#[pyfunction]
+fn get_num_threads() -> usize {
+    threads::default()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(gather, m)?)?;
+    m.add_function(wrap_pyfunction!(gather_elements, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_elements, m)?)?;
+    m.add_function(wrap_pyfunction!(gather_nd, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_nd, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor_scatter, m)?)?;
+    m.add_function(wrap_pyfunction!(_scatter_nd_in_place, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add("OPERATORS", Op::NAMES.to_vec())?;
+    Ok(())
+}

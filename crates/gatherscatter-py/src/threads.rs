@@ -1,0 +1,73 @@
+//! How many threads a call uses: `threads=` on the call, else the module's
+//! `set_num_threads`, else all cores (rayon's global pool). Pools of other
+//! sizes are built once and kept, so a call never pays for starting threads
+//! after the first.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use rayon::ThreadPool;
+
+/// 0: all cores.
+static DEFAULT_THREADS: AtomicUsize = AtomicUsize::new(0);
+static POOLS: Mutex<Vec<(usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
+
+/// Set the thread count of calls that do not pass `threads=`.
+pub(crate) fn set_default(threads: usize) -> PyResult<()> {
+    check(threads)?;
+    DEFAULT_THREADS.store(threads, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The thread count of calls that do not pass `threads=`.
+pub(crate) fn default() -> usize {
+    match DEFAULT_THREADS.load(Ordering::Relaxed) {
+        0 => rayon::current_num_threads(),
+        n => n,
+    }
+}
+
+fn check(threads: usize) -> PyResult<()> {
+    if threads == 0 {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    Ok(())
+}
+
+/// The pool for `threads=` (checked), or `None` for the global pool.
+pub(crate) fn pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> {
+    let wanted = match threads {
+        Some(n) => {
+            check(n)?;
+            n
+        }
+        None => DEFAULT_THREADS.load(Ordering::Relaxed),
+    };
+    if wanted == 0 {
+        return Ok(None);
+    }
+    let mut pools = POOLS
+        .lock()
+        .map_err(|_| PyRuntimeError::new_err("the thread-pool table was poisoned"))?;
+    if let Some((_, pool)) = pools.iter().find(|(n, _)| *n == wanted) {
+        return Ok(Some(Arc::clone(pool)));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(wanted)
+        .thread_name(|i| format!("gatherscatter-{i}"))
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {wanted} threads: {e}")))?;
+    let pool = Arc::new(pool);
+    pools.push((wanted, Arc::clone(&pool)));
+    Ok(Some(pool))
+}
+
+/// Run `f` on `pool` (or the global pool).
+pub(crate) fn run<R: Send>(pool: Option<&ThreadPool>, f: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# All the tests: the Rust workspace, then the Python package built from this
+# checkout and its pytest suite (hypothesis properties against numpy; the
+# torch comparisons run when torch is installed, e.g. with GS_TEST_TORCH=1).
+# Installs what it needs with pip: maturin, pytest, hypothesis, numpy, ml_dtypes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo test --workspace
+
+python3 -m pip install --quiet --disable-pip-version-check \
+  "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "numpy>=1.21" "ml_dtypes>=0.2"
+if [ "${GS_TEST_TORCH:-0}" = 1 ]; then
+  python3 -m pip install --quiet --disable-pip-version-check torch
+fi
+# Build the wheel in the workspace's target/ (reusing its compiled crates),
+# then install it as a user would.
+rm -rf target/wheels
+maturin build --release --quiet -m crates/gatherscatter-py/Cargo.toml --out target/wheels
+python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/gatherscatter-*.whl
+# From outside the source tree, so the installed package is the one imported.
+(cd crates/gatherscatter-py/tests && python3 -m pytest -q -p no:cacheprovider .)
