@@ -21,6 +21,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
+use crate::errors::to_py_err;
+
 /// How a numpy string array stores its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StrKind {
@@ -65,26 +67,17 @@ pub(crate) enum Input<'py> {
     },
 }
 
-fn typed<'a, T>(array: &'a PyReadonlyArrayDyn<'_, T>) -> TensorView<'a>
+fn typed<'a, T>(array: &'a PyReadonlyArrayDyn<'_, T>) -> PyResult<TensorView<'a>>
 where
     T: numpy::Element + gatherscatter::Element,
 {
-    // `prepare` only lets C-contiguous arrays through, so `as_slice` holds.
-    let data = array.as_slice().unwrap_or(&[]);
-    TypedView::new(array.shape(), data)
-        .map(TensorView::from)
-        .unwrap_or_else(|_| unreachable_view())
-}
-
-#[cold]
-fn unreachable_view() -> TensorView<'static> {
-    // numpy guarantees len == product(shape) for a contiguous array.
-    TensorView::from(TypedView::<bool>::new(&[0], &[]).expect("an empty view is valid"))
+    let view = TypedView::new(array.shape(), array.as_slice()?).map_err(to_py_err)?;
+    Ok(view.into())
 }
 
 impl Input<'_> {
     /// The array as the core's borrowed tensor.
-    pub(crate) fn view(&self) -> TensorView<'_> {
+    pub(crate) fn view(&self) -> PyResult<TensorView<'_>> {
         match self {
             Input::Bool(a) => typed(a),
             Input::I8(a) => typed(a),
@@ -97,19 +90,16 @@ impl Input<'_> {
             Input::U64(a) => typed(a),
             Input::F16(a) => typed(a),
             Input::BF16(a) => {
-                let words = a.as_slice().unwrap_or(&[]);
-                let values: &[bf16] = bytemuck::cast_slice(words);
-                TypedView::new(a.shape(), values)
-                    .map(TensorView::from)
-                    .unwrap_or_else(|_| unreachable_view())
+                let values: &[bf16] = bytemuck::cast_slice(a.as_slice()?);
+                Ok(TypedView::new(a.shape(), values).map_err(to_py_err)?.into())
             }
             Input::F32(a) => typed(a),
             Input::F64(a) => typed(a),
             Input::C64(a) => typed(a),
             Input::C128(a) => typed(a),
-            Input::Strings { shape, values, .. } => TypedView::new(shape, values)
-                .map(TensorView::from)
-                .unwrap_or_else(|_| unreachable_view()),
+            Input::Strings { shape, values, .. } => {
+                Ok(TypedView::new(shape, values).map_err(to_py_err)?.into())
+            }
         }
     }
 
@@ -120,30 +110,21 @@ impl Input<'_> {
             _ => None,
         }
     }
-
-    /// Bytes of the elements (strings count their cells' chars).
-    pub(crate) fn nbytes(&self) -> usize {
-        let view = self.view();
-        view.len() * view.dtype_size()
-    }
 }
 
-/// Element sizes, to decide when a call is large enough to release the GIL.
-trait DTypeSize {
-    fn dtype_size(&self) -> usize;
-}
-
-impl DTypeSize for TensorView<'_> {
-    fn dtype_size(&self) -> usize {
-        use gatherscatter::DType::*;
-        match self.dtype() {
-            Bool | I8 | U8 => 1,
-            I16 | U16 | F16 | BF16 => 2,
-            I32 | U32 | F32 => 4,
-            Complex128 => 16,
-            _ => 8,
-        }
-    }
+/// Bytes of a view's elements (a string counts as its `String` header), to
+/// decide when a call is large enough to leave the calling thread.
+pub(crate) fn bytes(view: &TensorView<'_>) -> usize {
+    use gatherscatter::DType::*;
+    let element = match view.dtype() {
+        Bool | I8 | U8 => 1,
+        I16 | U16 | F16 | BF16 => 2,
+        I32 | U32 | F32 => 4,
+        I64 | U64 | F64 | Complex64 => 8,
+        Complex128 => 16,
+        _ => std::mem::size_of::<std::string::String>(),
+    };
+    view.len().saturating_mul(element)
 }
 
 fn numpy_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {

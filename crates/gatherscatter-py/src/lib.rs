@@ -96,9 +96,12 @@ fn run<'py>(
         .zip(op.inputs())
         .map(|(obj, name)| arrays::input(obj, name))
         .collect::<PyResult<Vec<Input<'_>>>>()?;
-    let views: Vec<TensorView<'_>> = held.iter().map(Input::view).collect();
+    let views = held
+        .iter()
+        .map(Input::view)
+        .collect::<PyResult<Vec<TensorView<'_>>>>()?;
     let pool = threads::pool(threads)?;
-    let inline = held.iter().map(Input::nbytes).sum::<usize>() < INLINE_MAX_BYTES
+    let inline = views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES
         && output_bytes_bound(&op, &views) < INLINE_MAX_BYTES;
     match out {
         None => {
@@ -304,9 +307,9 @@ fn _scatter_nd_in_place<'py>(
     let mut target = arrays::output(data)?;
     let shape = target.shape();
     let view = target.view_mut(&shape)?;
-    let (iv, uv) = (indices.view(), updates.view());
+    let (iv, uv) = (indices.view()?, updates.view()?);
     // Serial work: the pool would only add a hand-over.
-    let inline = indices.nbytes() + updates.nbytes() < INLINE_MAX_BYTES;
+    let inline = arrays::bytes(&iv) + arrays::bytes(&uv) < INLINE_MAX_BYTES;
     work(py, inline, None, || op.run_in_place(view, iv, uv)).map_err(to_py_err)
 }
 
