@@ -100,9 +100,13 @@ fn run<'py>(
         .iter()
         .map(Input::view)
         .collect::<PyResult<Vec<TensorView<'_>>>>()?;
-    let pool = threads::pool(threads)?;
     let inline = views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES
         && output_bytes_bound(&op, &views) < INLINE_MAX_BYTES;
+    // An inline call needs no pool (a lock and a lookup), only the check.
+    let pool = match inline {
+        true => threads::check(threads).map(|()| None)?,
+        false => threads::pool(threads)?,
+    };
     match out {
         None => {
             let tensor = work(py, inline, pool.as_deref(), || op.run(&views)).map_err(to_py_err)?;

@@ -16,7 +16,7 @@ static POOLS: Mutex<Vec<(usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
 
 /// Set the thread count of calls that do not pass `threads=`.
 pub(crate) fn set_default(threads: usize) -> PyResult<()> {
-    check(threads)?;
+    check(Some(threads))?;
     DEFAULT_THREADS.store(threads, Ordering::Relaxed);
     Ok(())
 }
@@ -29,8 +29,9 @@ pub(crate) fn default() -> usize {
     }
 }
 
-fn check(threads: usize) -> PyResult<()> {
-    if threads == 0 {
+/// `threads=` is at least 1 when given.
+pub(crate) fn check(threads: Option<usize>) -> PyResult<()> {
+    if threads == Some(0) {
         return Err(PyValueError::new_err("threads must be at least 1"));
     }
     Ok(())
@@ -40,7 +41,7 @@ fn check(threads: usize) -> PyResult<()> {
 pub(crate) fn pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> {
     let wanted = match threads {
         Some(n) => {
-            check(n)?;
+            check(Some(n))?;
             n
         }
         None => DEFAULT_THREADS.load(Ordering::Relaxed),
