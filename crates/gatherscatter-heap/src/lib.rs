@@ -2,11 +2,17 @@
 //! huge pages under large blocks, as numpy does for its arrays, so a fresh
 //! 64 MiB tensor costs 32 page faults instead of 16,384. `gsx-bench` and
 //! the Python extension install it; the library itself allocates through
-//! whatever allocator its program has.
+//! whatever allocator its program has. On request
+//! ([`HugePageHeap::keep_freed_blocks`]) it also keeps a few large freed
+//! blocks for the next request of the same layout.
 #![deny(unsafe_op_in_unsafe_fn)]
+
+mod kept;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use kept::{KeptBlocks, Released};
 
 /// A global allocator: the system allocator, plus, once
 /// [`HugePageHeap::enable`] is called, a request for transparent huge pages
@@ -33,6 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// the request is not made.
 pub struct HugePageHeap {
     enabled: AtomicBool,
+    kept: KeptBlocks,
 }
 
 /// Blocks from this size on are asked to sit on huge pages (numpy's
@@ -47,6 +54,7 @@ impl HugePageHeap {
     pub const fn new() -> HugePageHeap {
         HugePageHeap {
             enabled: AtomicBool::new(false),
+            kept: KeptBlocks::new(),
         }
     }
 
@@ -54,12 +62,47 @@ impl HugePageHeap {
     pub const fn enabled() -> HugePageHeap {
         HugePageHeap {
             enabled: AtomicBool::new(true),
+            kept: KeptBlocks::new(),
         }
     }
 
     /// From now on, ask for huge pages under large blocks.
     pub fn enable(&self) {
         self.enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// Keep freed blocks of at least 4 MiB, up to `max_bytes` in all (and
+    /// at most 8 blocks), and hand each out again for the next request of
+    /// exactly its size and alignment; the oldest go back to the system
+    /// first. 0 (the start) keeps none and gives back those kept now.
+    ///
+    /// A program that makes a large fresh result on every call then writes
+    /// into memory that is already mapped instead of paying the kernel's
+    /// page faults each time. A kept block's old contents stay until the
+    /// new owner writes it, as with any `alloc` (`alloc_zeroed` never takes
+    /// a kept block).
+    ///
+    /// ```
+    /// use gatherscatter_heap::HugePageHeap;
+    /// let heap = HugePageHeap::new();
+    /// heap.keep_freed_blocks(256 << 20);
+    /// assert_eq!(heap.kept_limit(), 256 << 20);
+    /// heap.keep_freed_blocks(0);
+    /// assert_eq!(heap.kept_bytes(), 0);
+    /// ```
+    pub fn keep_freed_blocks(&self, max_bytes: usize) {
+        let released = self.kept.set_limit(max_bytes);
+        free_all(released);
+    }
+
+    /// The bound set by [`HugePageHeap::keep_freed_blocks`].
+    pub fn kept_limit(&self) -> usize {
+        self.kept.limit()
+    }
+
+    /// The bytes of freed blocks kept now.
+    pub fn kept_bytes(&self) -> usize {
+        self.kept.held()
     }
 
     /// Ask for huge pages over the whole huge pages inside the `size` bytes
@@ -71,6 +114,14 @@ impl HugePageHeap {
         if let Some((start, len)) = whole_huge_pages(block as usize, size) {
             request_huge_pages(start, len);
         }
+    }
+}
+
+/// A heap that is not the global allocator (a test's) gives its kept
+/// blocks back when it goes.
+impl Drop for HugePageHeap {
+    fn drop(&mut self) {
+        self.keep_freed_blocks(0);
     }
 }
 
@@ -103,10 +154,26 @@ fn request_huge_pages(start: usize, len: usize) {
 #[cfg(not(all(target_os = "linux", not(miri))))]
 fn request_huge_pages(_start: usize, _len: usize) {}
 
+/// Give blocks let go by the kept set back to the system.
+fn free_all(released: Released) {
+    for (block, layout) in released.into_iter().flatten() {
+        // SAFETY: each was allocated by `System` with `layout`, freed by
+        // its owner into the kept set, and is now out of the set, so
+        // nothing else refers to it.
+        unsafe { System.dealloc(block.as_ptr(), layout) }
+    }
+}
+
 // SAFETY: every method forwards to `System` with the caller's arguments and
-// returns what it returned; `advise` only reads the block's address.
+// returns what it returned, except that a freed block may be kept and
+// handed out again for a request of exactly its layout: it is then a live
+// `System` block of that layout owned by no one else, so the new owner may
+// use it and free it with that layout. `advise` only reads addresses.
 unsafe impl GlobalAlloc for HugePageHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if let Some(block) = self.kept.take(layout) {
+            return block;
+        }
         // SAFETY: forwarded with the caller's guarantees (a non-zero size).
         let block = unsafe { System.alloc(layout) };
         self.advise(block, layout.size());
@@ -121,6 +188,14 @@ unsafe impl GlobalAlloc for HugePageHeap {
     }
 
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        if self.kept.may_keep(layout) {
+            let mut released = [None; kept::SLOTS];
+            let kept = self.kept.keep(block, layout, &mut released);
+            free_all(released);
+            if kept {
+                return;
+            }
+        }
         // SAFETY: `block` came from `System` through this allocator with
         // `layout`, as the caller guarantees.
         unsafe { System.dealloc(block, layout) }
@@ -194,6 +269,97 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Allocate `size` bytes aligned to `align` from `heap` and write its
+    /// first and last byte.
+    fn block(heap: &HugePageHeap, size: usize, align: usize) -> (*mut u8, Layout) {
+        let layout = Layout::from_size_align(size, align).unwrap();
+        // SAFETY: a non-zero size; the caller frees it with `layout`.
+        let block = unsafe { heap.alloc(layout) };
+        assert!(!block.is_null());
+        // SAFETY: both bytes lie inside the block.
+        unsafe {
+            block.write(1);
+            block.add(size - 1).write(2);
+        }
+        (block, layout)
+    }
+
+    fn free(heap: &HugePageHeap, (block, layout): (*mut u8, Layout)) {
+        // SAFETY: `block` came from `heap.alloc(layout)` and is freed once.
+        unsafe { heap.dealloc(block, layout) }
+    }
+
+    #[test]
+    fn a_freed_large_block_comes_back_for_its_own_layout_only() {
+        let heap = HugePageHeap::new();
+        let large = 5 << 20;
+        heap.keep_freed_blocks(64 << 20);
+        let first = block(&heap, large, 64);
+        let address = first.0;
+        free(&heap, first);
+        assert_eq!(heap.kept_bytes(), large);
+
+        let other_size = block(&heap, large + 64, 64);
+        let other_align = block(&heap, large, 128);
+        assert_eq!(heap.kept_bytes(), large, "no other layout takes it");
+        let again = block(&heap, large, 64);
+        assert_eq!(again.0, address);
+        assert_eq!(heap.kept_bytes(), 0);
+        for taken in [other_size, other_align, again] {
+            free(&heap, taken);
+        }
+        assert_eq!(heap.kept_bytes(), 3 * large + 64);
+    }
+
+    #[test]
+    fn small_blocks_and_blocks_over_the_limit_are_not_kept() {
+        let heap = HugePageHeap::new();
+        heap.keep_freed_blocks(8 << 20);
+        free(&heap, block(&heap, 4096, 8));
+        free(&heap, block(&heap, kept::KEEP_MIN_BLOCK - 1, 8));
+        free(&heap, block(&heap, 9 << 20, 8));
+        assert_eq!(heap.kept_bytes(), 0);
+        let off = HugePageHeap::new();
+        free(&off, block(&off, 5 << 20, 8));
+        assert_eq!(off.kept_bytes(), 0, "nothing is kept until asked");
+    }
+
+    #[test]
+    fn the_kept_bytes_and_blocks_stay_bounded_and_the_oldest_go_first() {
+        let heap = HugePageHeap::new();
+        let size = kept::KEEP_MIN_BLOCK;
+        heap.keep_freed_blocks(3 * size);
+        let blocks: Vec<_> = (0..4).map(|_| block(&heap, size, 64)).collect();
+        let addresses: Vec<_> = blocks.iter().map(|b| b.0).collect();
+        for b in blocks {
+            free(&heap, b);
+            assert!(heap.kept_bytes() <= 3 * size);
+        }
+        assert_eq!(heap.kept_bytes(), 3 * size);
+        let back: Vec<_> = (0..3).map(|_| block(&heap, size, 64)).collect();
+        let mut back_addresses: Vec<_> = back.iter().map(|b| b.0).collect();
+        back_addresses.sort();
+        let mut newest = addresses[1..].to_vec();
+        newest.sort();
+        assert_eq!(back_addresses, newest, "the first freed went back");
+        for b in back {
+            free(&heap, b);
+        }
+
+        heap.keep_freed_blocks(usize::MAX);
+        let many: Vec<_> = (0..kept::SLOTS + 2)
+            .map(|_| block(&heap, size, 64))
+            .collect();
+        for b in many {
+            free(&heap, b);
+        }
+        assert_eq!(heap.kept_bytes(), kept::SLOTS * size);
+        heap.keep_freed_blocks(size);
+        assert_eq!(heap.kept_bytes(), size, "a lower limit lets blocks go");
+        heap.keep_freed_blocks(0);
+        assert_eq!(heap.kept_bytes(), 0);
     }
 
     /// On Linux with transparent huge pages, an enabled heap's large block

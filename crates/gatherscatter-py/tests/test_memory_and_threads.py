@@ -88,3 +88,53 @@ def test_the_result_of_a_strided_input_is_right_and_the_input_untouched():
     before = base.copy()
     np.testing.assert_array_equal(gs.gather(view, np.array([2, 0]), axis=0), view[[2, 0]])
     np.testing.assert_array_equal(base, before)
+
+
+CACHE_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import gatherscatter as gs
+    print(gs.cache_info()["limit"])
+""")
+
+
+def test_the_cache_limit_comes_from_the_environment_or_its_default():
+    def limit(env):
+        run = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], capture_output=True,
+                             text=True, env=env)
+        return run.returncode, run.stdout.strip(), run.stderr
+    base = {k: v for k, v in __import__("os").environ.items()
+            if k != "GATHERSCATTER_CACHE_BYTES"}
+    assert limit(base)[:2] == (0, str(gs.DEFAULT_CACHE_BYTES))
+    assert limit({**base, "GATHERSCATTER_CACHE_BYTES": "0"})[:2] == (0, "0")
+    assert limit({**base, "GATHERSCATTER_CACHE_BYTES": "1048576"})[:2] == (0, "1048576")
+    code, _, err = limit({**base, "GATHERSCATTER_CACHE_BYTES": "lots"})
+    assert code != 0 and "GATHERSCATTER_CACHE_BYTES" in err
+
+
+def test_a_freed_large_result_is_reused_whole_and_overwritten():
+    before = gs.cache_info()["limit"]
+    try:
+        gs.set_cache_limit(0)                 # start empty: earlier tests' blocks go
+        gs.set_cache_limit(64 << 20)
+        rng = np.random.default_rng(3)
+        data = rng.standard_normal((1 << 12, 1 << 8)).astype(np.float32)   # 4 MiB
+        first = rng.integers(0, 1 << 12, 1 << 13)
+        second = rng.integers(0, 1 << 12, 1 << 13)
+        result = gs.gather(data, first)                                   # 8 MiB
+        assert gs.cache_info()["held"] == 0
+        del result
+        assert gs.cache_info()["held"] == 8 << 20
+        again = gs.gather(data, second)
+        assert gs.cache_info()["held"] == 0
+        np.testing.assert_array_equal(again, np.take(data, second, axis=0))
+        small = gs.gather(data, first[:100])
+        del small
+        assert gs.cache_info()["held"] == 0, "small results are not kept"
+        del again
+        gs.set_cache_limit(0)
+        assert gs.cache_info() == {"limit": 0, "held": 0}
+        del_then = gs.gather(data, first)
+        del del_then
+        assert gs.cache_info()["held"] == 0, "nothing is kept when turned off"
+    finally:
+        gs.set_cache_limit(before)

@@ -6,7 +6,14 @@ The ONNX operators (``gather``, ``gather_elements``, ``scatter_elements``,
 run by a Rust core with the GIL released. Inputs that are C-contiguous numpy
 arrays are read in place; results are numpy arrays that own the core's
 memory (no copy); ``out=`` writes into an array of yours.
+
+Freed results of 4 MiB or more are kept for reuse, up to 256 MiB by
+default (``GATHERSCATTER_CACHE_BYTES`` in the environment, or
+``set_cache_limit``; 0 turns it off), so a loop of large calls does not pay
+the kernel's page faults for a new result each time.
 """
+
+import os as _os
 
 from ._errors import (
     AttributeValueError,
@@ -22,12 +29,14 @@ from ._errors import (
 )
 from ._native import (
     OPERATORS,
+    cache_info,
     gather,
     gather_elements,
     gather_nd,
     get_num_threads,
     scatter_elements,
     scatter_nd,
+    set_cache_limit,
     set_num_threads,
     tensor_scatter,
 )
@@ -43,13 +52,34 @@ from ._numpy import (
 
 __version__ = "0.1.0"
 
+#: Bytes of freed results kept for reuse unless the environment says otherwise.
+DEFAULT_CACHE_BYTES = 256 << 20
+
+
+def _cache_limit_from_environment() -> int:
+    text = _os.environ.get("GATHERSCATTER_CACHE_BYTES")
+    if text is None:
+        return DEFAULT_CACHE_BYTES
+    try:
+        limit = int(text)
+    except ValueError:
+        limit = -1
+    if limit < 0:
+        raise ValueError(
+            f"GATHERSCATTER_CACHE_BYTES must be a number of bytes >= 0, not {text!r}")
+    return limit
+
+
+set_cache_limit(_cache_limit_from_environment())
+
 __all__ = [
     "OPERATORS",
     "gather", "gather_elements", "scatter_elements", "gather_nd", "scatter_nd",
     "tensor_scatter",
     "take", "take_along_axis", "put_along_axis",
     "add_at", "multiply_at", "maximum_at", "minimum_at",
-    "set_num_threads", "get_num_threads",
+    "set_num_threads", "get_num_threads", "set_cache_limit", "cache_info",
+    "DEFAULT_CACHE_BYTES",
     "Error", "OutOfBoundsError", "AxisError", "ShapeError", "DTypeError",
     "AttributeValueError", "ReductionError", "SizeOverflowError", "OutOfMemoryError",
     "UnsupportedError",
