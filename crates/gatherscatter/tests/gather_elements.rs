@@ -7,7 +7,9 @@ mod common;
 mod pool;
 
 use common::*;
-use gatherscatter::{f16, DType, Error, ErrorKind, FeatureLevel, GatherElements, Profile, Tensor};
+use gatherscatter::{
+    f16, DType, Element, Error, ErrorKind, FeatureLevel, GatherElements, Profile, Tensor,
+};
 use pool::{in_pool, names_the_first_bad_index_on_any_pool};
 use proptest::prelude::*;
 
@@ -614,21 +616,68 @@ fn the_first_bad_index_of_an_outer_axis_gather_is_reported() {
     names_the_first_bad_index_on_any_pool(run, rows as i128, &[300, 400]);
 }
 
-/// Last axis, rows longer than one prefetch burst of the next row (40,000
-/// bytes): each row is gathered in two pieces, and a bad index in the
-/// second piece of a row (or the last row, which has no next row) is named
-/// at its own position.
+/// Last axis, long rows: rows of 8-128 KiB with at least one index per
+/// line are read through before the gathers (10,000 f32s, 40,000 bytes);
+/// longer ones (40,000 f32s, 160,000 bytes) are gathered in pieces, each
+/// after a burst of the next row. A bad index anywhere in a row (also in a
+/// later piece, or in the last row, which has no next row) is named at its
+/// own position.
 #[test]
-fn a_bad_index_past_the_first_piece_of_a_long_row_is_named_where_it_is() {
-    let (rows, cols) = (3usize, 10_000usize);
-    let data = Tensor::new(vec![rows, cols], vec![1.0f32; rows * cols]).unwrap();
-    for bad_at in [[0, 9_000], [0, 5_003], [2, 9_999]] {
-        let mut raw: Vec<i128> = (0..rows * cols).map(|k| (k % 7) as i128).collect();
-        raw[bad_at[0] * cols + bad_at[1]] = cols as i128;
-        let indices = index_tensor(DType::I64, &[rows, cols], &raw);
-        let run = || GatherElements::new(1).run(&data, &indices);
-        names_the_first_bad_index_on_any_pool(run, cols as i128, &bad_at);
+fn a_bad_index_anywhere_in_a_long_row_is_named_where_it_is() {
+    for cols in [10_000usize, 40_000] {
+        let rows = 3usize;
+        let data = Tensor::new(vec![rows, cols], vec![1.0f32; rows * cols]).unwrap();
+        for bad_at in [[0, cols * 9 / 10], [0, cols / 2 + 3], [2, cols - 1]] {
+            let mut raw: Vec<i128> = (0..rows * cols).map(|k| (k % 7) as i128).collect();
+            raw[bad_at[0] * cols + bad_at[1]] = cols as i128;
+            let indices = index_tensor(DType::I64, &[rows, cols], &raw);
+            let run = || GatherElements::new(1).run(&data, &indices);
+            names_the_first_bad_index_on_any_pool(run, cols as i128, &bad_at);
+        }
     }
+}
+
+/// Last axis, rows on both sides of the read-through bounds (8 KiB and
+/// 128 KiB, and an index count below the row's lines): 4- and 8-byte
+/// elements, negative indices, fresh and into a buffer, 1-3 threads,
+/// against the naive reference.
+#[test]
+fn long_last_axis_rows_match_reference_whichever_way_they_are_read() {
+    fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
+        let width = std::mem::size_of::<T>();
+        let bytes_per_row = [8 << 10, (8 << 10) - 64, 128 << 10, (128 << 10) + 64];
+        for row_bytes in bytes_per_row {
+            let cols = row_bytes / width;
+            let lines = row_bytes / 64;
+            for count in [lines, lines - 1, cols + 5] {
+                let rows = 3usize;
+                let values: Vec<T> = (0..rows * cols).map(make).collect();
+                let data = Tensor::new(vec![rows, cols], values.clone()).unwrap();
+                let raw: Vec<i128> = (0..rows * count)
+                    .map(|k| ((k * 2_654_435_761) % (2 * cols)) as i128 - cols as i128)
+                    .collect();
+                let indices = index_tensor(DType::I64, &[rows, count], &raw);
+                let want =
+                    reference_gather_elements(&values, &[rows, cols], &raw, &[rows, count], 1)
+                        .unwrap();
+                for threads in [1, 2, 3] {
+                    let op = GatherElements::new(1);
+                    let fresh = in_pool(threads, || op.run(&data, &indices).unwrap());
+                    let mut into =
+                        Tensor::new(vec![rows, count], vec![make(7); rows * count]).unwrap();
+                    in_pool(threads, || op.run_into(&data, &indices, &mut into).unwrap());
+                    for out in [&fresh, &into] {
+                        assert!(
+                            out.data::<T>().unwrap() == &want[..],
+                            "{row_bytes} bytes, {count} indices, {threads} threads"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    check::<f32>(|k| k as f32 * 0.5);
+    check::<u64>(|k| (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
 }
 
 proptest! {

@@ -56,6 +56,23 @@ fn prefetch_lines<T, const LEVEL: u8>(items: &[T]) {
     );
 }
 
+/// Read one item of each 64-byte line of `items` now (real loads, not
+/// hints), first to last, so the whole block is in L1/L2 before random
+/// reads of it start. Sequential demand loads are what the hardware
+/// prefetchers follow best. For plain words: each read is a `clone`.
+pub(crate) fn load_lines<T: Clone>(items: &[T]) {
+    let size = std::mem::size_of::<T>().max(1);
+    for_each_line(
+        items.as_ptr().addr() % LINE,
+        std::mem::size_of_val(items),
+        |offset| {
+            if let Some(item) = items.get(offset / size) {
+                std::hint::black_box(item.clone());
+            }
+        },
+    );
+}
+
 /// Ask for the lines holding every 64th byte of `items` from its first: for
 /// callers that split a region into consecutive slices of whole lines'
 /// length and prefetch one slice at a time, which between them ask for
