@@ -47,8 +47,9 @@ pub(crate) struct KeptBlocks {
 }
 
 /// Blocks to give back to the system once the lock is dropped (no call
-/// into the system allocator is made while it is held).
-pub(crate) type Released = [Option<(NonNull<u8>, Layout)>; SLOTS];
+/// into the system allocator is made while it is held): every kept block,
+/// and one more.
+pub(crate) type Released = [Option<(NonNull<u8>, Layout)>; SLOTS + 1];
 
 impl KeptBlocks {
     pub(crate) const fn new() -> KeptBlocks {
@@ -84,7 +85,7 @@ impl KeptBlocks {
     pub(crate) fn set_limit(&self, limit: usize) -> Released {
         self.limit.store(limit, Ordering::Relaxed);
         let mut slots = self.lock();
-        let mut released = [None; SLOTS];
+        let mut released = [None; SLOTS + 1];
         slots.make_room(None, limit, &mut released);
         released
     }
@@ -110,15 +111,20 @@ impl KeptBlocks {
     }
 
     /// Keep `block` of `layout` instead of freeing it, if it fits the limit
-    /// (older blocks are let go to make room). Returns `false` when it is
-    /// not kept; `released` receives the blocks let go.
-    pub(crate) fn keep(&self, block: *mut u8, layout: Layout, released: &mut Released) -> bool {
-        let limit = self.limit();
-        let Some(block) = NonNull::new(block).filter(|_| self.may_keep(layout)) else {
-            return false;
+    /// (older blocks are let go to make room). Returns the blocks to give
+    /// back to the system: those let go, and `block` itself when it is not
+    /// kept.
+    pub(crate) fn keep(&self, block: *mut u8, layout: Layout) -> Released {
+        let mut released = [None; SLOTS + 1];
+        let Some(block) = NonNull::new(block) else {
+            return released;
         };
+        if !self.may_keep(layout) {
+            released[0] = Some((block, layout));
+            return released;
+        }
         let mut slots = self.lock();
-        slots.make_room(Some(layout.size()), limit, released);
+        slots.make_room(Some(layout.size()), self.limit(), &mut released);
         slots.clock += 1;
         let kept = Kept {
             block,
@@ -129,10 +135,16 @@ impl KeptBlocks {
             Some(free) => {
                 *free = Some(kept);
                 slots.held += layout.size();
-                true
             }
-            None => false,
+            // Not reached (making room frees a slot), but never lost: the
+            // extra place of `released` is still empty.
+            None => {
+                if let Some(place) = released.iter_mut().find(|place| place.is_none()) {
+                    *place = Some((block, layout));
+                }
+            }
         }
+        released
     }
 }
 

@@ -157,9 +157,9 @@ fn request_huge_pages(_start: usize, _len: usize) {}
 /// Give blocks let go by the kept set back to the system.
 fn free_all(released: Released) {
     for (block, layout) in released.into_iter().flatten() {
-        // SAFETY: each was allocated by `System` with `layout`, freed by
-        // its owner into the kept set, and is now out of the set, so
-        // nothing else refers to it.
+        // SAFETY: each was allocated by `System` with `layout` and freed by
+        // its owner (into the kept set, and now out of it, or not kept at
+        // all), so nothing else refers to it.
         unsafe { System.dealloc(block.as_ptr(), layout) }
     }
 }
@@ -188,13 +188,10 @@ unsafe impl GlobalAlloc for HugePageHeap {
     }
 
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        // The test without the lock keeps small frees on the short path.
         if self.kept.may_keep(layout) {
-            let mut released = [None; kept::SLOTS];
-            let kept = self.kept.keep(block, layout, &mut released);
-            free_all(released);
-            if kept {
-                return;
-            }
+            free_all(self.kept.keep(block, layout));
+            return;
         }
         // SAFETY: `block` came from `System` through this allocator with
         // `layout`, as the caller guarantees.
