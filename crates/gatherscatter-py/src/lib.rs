@@ -104,9 +104,11 @@ fn run<'py>(
     let inline = views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES
         && output_bytes_bound(&op, &views) < INLINE_MAX_BYTES;
     // An inline call needs no pool (a lock and a lookup), only the check.
-    let pool = match inline {
-        true => threads::check(threads).map(|()| None)?,
-        false => threads::pool(threads)?,
+    let pool = if inline {
+        threads::check(threads)?;
+        None
+    } else {
+        threads::pool(threads)?
     };
     match out {
         None => {

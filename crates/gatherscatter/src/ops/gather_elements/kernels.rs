@@ -395,12 +395,11 @@ fn gather_within_row<W: Clone, O: Slot<W>>(
     let load_row = vector.is_some()
         && (LOAD_ROW_MIN_BYTES..=LOAD_ROW_MAX_BYTES).contains(&row_bytes)
         && indices.len() >= row_bytes.div_ceil(LINE);
-    let next_row = match load_row {
-        true => {
-            load_lines(row);
-            &[][..]
-        }
-        false => next_row,
+    let next_row = if load_row {
+        load_lines(row);
+        &[][..]
+    } else {
+        next_row
     };
     let bursts = std::mem::size_of_val(next_row)
         .div_ceil(NEXT_ROW_BURST_BYTES)
