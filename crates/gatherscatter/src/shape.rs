@@ -95,6 +95,66 @@ pub(crate) fn require_rank_at_least_1(what: &'static str, rank: usize) -> Result
     Ok(())
 }
 
+/// A range of index rows (runs of the indices' last dim), in row-major
+/// order: the rows a scatter task applies.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IndexRows {
+    pub first: usize,
+    pub end: usize,
+}
+
+impl IndexRows {
+    /// Every row of `indices_shape` (rank >= 1).
+    pub(crate) fn all(indices_shape: &[usize]) -> IndexRows {
+        let row_len = indices_shape[indices_shape.len() - 1];
+        let count = indices_shape.iter().product::<usize>();
+        IndexRows {
+            first: 0,
+            end: count.checked_div(row_len).unwrap_or(0),
+        }
+    }
+
+    /// The index rows whose targets lie in data slabs `[from, to)` of a
+    /// scatter along `axis`: the slabs are the data's dims before the axis,
+    /// and index rows come in runs of `rows_per_prefix` per prefix of the
+    /// indices' own such dims (no larger than data's).
+    pub(crate) fn for_slabs(
+        indices_shape: &[usize],
+        data_shape: &[usize],
+        axis: usize,
+        from: usize,
+        to: usize,
+    ) -> IndexRows {
+        let rank = indices_shape.len();
+        let prefixes = indices_shape[..axis].iter().product::<usize>();
+        let rows_per_prefix = indices_shape[axis..rank - 1].iter().product::<usize>();
+        let slab_of = |prefix: usize| -> usize {
+            let coords = unravel(prefix, &indices_shape[..axis]);
+            coords
+                .iter()
+                .zip(&data_shape[..axis])
+                .fold(0, |acc, (&c, &d)| acc * d + c)
+        };
+        // slab_of is increasing, as indices' dims are no larger than data's.
+        let first_at_least = |slab: usize| -> usize {
+            let (mut lo, mut hi) = (0, prefixes);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if slab_of(mid) < slab {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        IndexRows {
+            first: first_at_least(from) * rows_per_prefix,
+            end: first_at_least(to) * rows_per_prefix,
+        }
+    }
+}
+
 /// Row-major strides of a shape whose element count is known to fit `usize`.
 pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![1usize; shape.len()];

@@ -135,6 +135,55 @@ pub(crate) fn prefetch_line<const LEVEL: u8>(line: *const i8) {
     let _ = line;
 }
 
+/// Index and update elements between two prefetches of the streams ahead
+/// in the scatter kernels: 16 indices are two cache lines.
+pub(crate) const STREAM_CHUNK: usize = 16;
+
+/// How far ahead of the update being applied the index and update streams
+/// are prefetched into L2: 1024 elements, 8 KiB of `i64` indices. With two
+/// or three streams read at once (indices, updates, and data copied into
+/// the output), the hardware prefetchers alone left the update loop
+/// waiting on each index line. (Measured on W6, a 4096 x 4096 f32 scatter
+/// along the last axis, into a buffer and fresh: 1.3-1.4x faster on one
+/// and two threads; 512 to 8192 elements ahead were all within noise of
+/// each other.)
+pub(crate) const STREAM_AHEAD: usize = 1024;
+
+/// Prefetch into L2 the lines of the [`STREAM_CHUNK`] indices and updates
+/// from element `at` on (those that exist): two lines of indices, one or two
+/// of updates. Each line is asked for by one element, in straight-line code.
+/// (Two variants that asked for the same lines through a loop, over a slice
+/// or over `step_by` positions, measured no faster on W6 than no prefetch
+/// at all, although their prefetch instructions were in the binary.)
+pub(crate) fn prefetch_streams<W>(indices: &[i64], updates: &[W], at: usize) {
+    const { assert!(STREAM_CHUNK == 2 * per_line::<i64>()) };
+    // `at` is an element position plus `STREAM_AHEAD`: no overflow.
+    if let Some(line) = indices.get(at) {
+        prefetch_item_to_l2(line);
+    }
+    if let Some(line) = indices.get(at + per_line::<i64>()) {
+        prefetch_item_to_l2(line);
+    }
+    if let Some(line) = updates.get(at) {
+        prefetch_item_to_l2(line);
+    }
+    if per_line::<W>() < STREAM_CHUNK {
+        if let Some(line) = updates.get(at + per_line::<W>()) {
+            prefetch_item_to_l2(line);
+        }
+    }
+}
+
+/// Elements of `T` per cache line (at least 1).
+pub(crate) const fn per_line<T>() -> usize {
+    let size = std::mem::size_of::<T>();
+    if size == 0 || size >= LINE {
+        1
+    } else {
+        LINE / size
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,10 +9,10 @@
 
 use crate::index::AxisRule;
 use crate::mem::parallel;
-use crate::mem::prefetch::{prefetch_item_to_l2, prefetch_items, LINE};
+use crate::mem::prefetch::{prefetch_items, prefetch_streams, STREAM_AHEAD, STREAM_CHUNK};
 use crate::mem::uninit::Slot;
 use crate::reduction::Combine;
-use crate::shape::{strides, unravel, RowBases};
+use crate::shape::{strides, IndexRows, RowBases};
 
 /// Shapes of one call; indices' shape is checked against data's.
 pub(crate) struct Geometry<'a> {
@@ -63,7 +63,7 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
         return scatter_by_columns::<W, O, C>(data, out, g, indices, updates, tasks, true);
     }
     let out = O::init_from(out, data);
-    apply_rows::<W, C>(out, 0, g, RowRange::all(g), indices, updates)
+    apply_rows::<W, C>(out, 0, g, IndexRows::all(g.indices_shape), indices, updates)
 }
 
 /// The output slabs a task owns: from slab `first` on, `len` elements each.
@@ -93,7 +93,13 @@ fn copy_and_apply_slabs<W: Clone, O: Slot<W>, C: Combine<W>>(
         let offset = from * slabs.len;
         let len = part.len();
         let part = O::init_from(part, &data[offset..offset + len]);
-        let rows = RowRange::for_slabs(g, from, from + part.len() / slabs.len);
+        let rows = IndexRows::for_slabs(
+            g.indices_shape,
+            g.data_shape,
+            g.rule.axis,
+            from,
+            from + part.len() / slabs.len,
+        );
         apply_rows::<W, C>(part, offset, g, rows, indices, updates)?;
     }
     Ok(())
@@ -115,79 +121,13 @@ fn column_tile<W>(output_rows: usize) -> usize {
         .max(16)
 }
 
-/// Index rows (runs of the indices' last dim) to apply, in order.
-#[derive(Clone, Copy)]
-struct RowRange {
-    first: usize,
-    end: usize,
-}
-
-impl RowRange {
-    fn all(g: &Geometry<'_>) -> RowRange {
-        let row_len = g.indices_shape[g.indices_shape.len() - 1];
-        let count = g.indices_shape.iter().product::<usize>();
-        RowRange {
-            first: 0,
-            end: count.checked_div(row_len).unwrap_or(0),
-        }
-    }
-
-    /// The index rows whose targets lie in data slabs `[from, to)`: the
-    /// slabs are the data's dims before the axis, and index rows come in
-    /// runs of `rows_per_prefix` per prefix of the indices' own such dims.
-    fn for_slabs(g: &Geometry<'_>, from: usize, to: usize) -> RowRange {
-        let axis = g.rule.axis;
-        let rank = g.indices_shape.len();
-        let prefixes = g.indices_shape[..axis].iter().product::<usize>();
-        let rows_per_prefix = g.indices_shape[axis..rank - 1].iter().product::<usize>();
-        let slab_of = |prefix: usize| -> usize {
-            let coords = unravel(prefix, &g.indices_shape[..axis]);
-            coords
-                .iter()
-                .zip(&g.data_shape[..axis])
-                .fold(0, |acc, (&c, &d)| acc * d + c)
-        };
-        // slab_of is increasing, as indices' dims are no larger than data's.
-        let first_at_least = |slab: usize| -> usize {
-            let (mut lo, mut hi) = (0, prefixes);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if slab_of(mid) < slab {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            lo
-        };
-        RowRange {
-            first: first_at_least(from) * rows_per_prefix,
-            end: first_at_least(to) * rows_per_prefix,
-        }
-    }
-}
-
-/// Index and update elements between two prefetches of the streams ahead
-/// in [`apply_rows`]: 16 indices are two cache lines.
-const STREAM_CHUNK: usize = 16;
-
-/// How far ahead of the update being applied the index and update streams
-/// are prefetched into L2: 1024 elements, 8 KiB of `i64` indices. With two
-/// or three streams read at once (indices, updates, and data copied into
-/// the output), the hardware prefetchers alone left the update loop
-/// waiting on each index line. (Measured on W6, a 4096 x 4096 f32 scatter
-/// along the last axis, into a buffer and fresh: 1.3-1.4x faster on one
-/// and two threads; 512 to 8192 elements ahead were all within noise of
-/// each other.)
-const STREAM_AHEAD: usize = 1024;
-
 /// Apply index rows `rows` to `out`, which holds the output from element
 /// `offset` on.
 fn apply_rows<W: Clone, C: Combine<W>>(
     out: &mut [W],
     offset: usize,
     g: &Geometry<'_>,
-    rows: RowRange,
+    rows: IndexRows,
     indices: &[i64],
     updates: &[W],
 ) -> Result<(), usize> {
@@ -222,41 +162,6 @@ fn apply_rows<W: Clone, C: Combine<W>>(
         }
     }
     Ok(())
-}
-
-/// Prefetch into L2 the lines of the [`STREAM_CHUNK`] indices and updates
-/// from element `at` on (those that exist): two lines of indices, one or two
-/// of updates. Each line is asked for by one element, in straight-line code.
-/// (Two variants that asked for the same lines through a loop, over a slice
-/// or over `step_by` positions, measured no faster on W6 than no prefetch
-/// at all, although their prefetch instructions were in the binary.)
-fn prefetch_streams<W>(indices: &[i64], updates: &[W], at: usize) {
-    const { assert!(STREAM_CHUNK == 2 * per_line::<i64>()) };
-    // `at` is an element position plus `STREAM_AHEAD`: no overflow.
-    if let Some(line) = indices.get(at) {
-        prefetch_item_to_l2(line);
-    }
-    if let Some(line) = indices.get(at + per_line::<i64>()) {
-        prefetch_item_to_l2(line);
-    }
-    if let Some(line) = updates.get(at) {
-        prefetch_item_to_l2(line);
-    }
-    if per_line::<W>() < STREAM_CHUNK {
-        if let Some(line) = updates.get(at + per_line::<W>()) {
-            prefetch_item_to_l2(line);
-        }
-    }
-}
-
-/// Elements of `T` per cache line (at least 1).
-const fn per_line<T>() -> usize {
-    let size = std::mem::size_of::<T>();
-    if size == 0 || size >= LINE {
-        1
-    } else {
-        LINE / size
-    }
 }
 
 /// Each task owns columns `[c0, c1)` of every output row (rows of the last
@@ -491,7 +396,7 @@ fn apply_columns<W, C: Combine<W>, O: OwnedCells<W>>(
     // coordinate 0), and the axis is before the last dim.
     let axis_rows = strides(g.data_shape)[axis] / last;
     let rule = *g.rule;
-    let rows = RowRange::all(g);
+    let rows = IndexRows::all(g.indices_shape);
     let bases = RowBases::new(g.indices_shape, g.data_shape, axis);
     let (j0, j1) = (j0.min(row_len), j1.min(row_len));
     for (row, base) in (rows.first..rows.end).zip(bases) {
