@@ -95,6 +95,7 @@
 mod display;
 pub mod dtype;
 pub mod error;
+mod ieee;
 pub mod index;
 mod mem;
 pub mod ops;

@@ -9,6 +9,7 @@ use num_complex::{Complex32, Complex64};
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::ieee;
 
 /// How an update combines with the value already in the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -242,51 +243,6 @@ macro_rules! ops_int {
 }
 ops_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
-/// IEEE 754-2019 `maximum`: NaN if either is NaN, and +0 above -0.
-#[inline]
-fn ieee_maximum<F: FloatOrder>(a: F, b: F) -> F {
-    if a.is_nan() {
-        a
-    } else if b.is_nan() || b.gt(a) || (b.eq(a) && a.is_sign_negative()) {
-        b
-    } else {
-        a
-    }
-}
-
-/// IEEE 754-2019 `minimum`: NaN if either is NaN, and -0 below +0.
-#[inline]
-fn ieee_minimum<F: FloatOrder>(a: F, b: F) -> F {
-    if a.is_nan() {
-        a
-    } else if b.is_nan() || b.lt(a) || (b.eq(a) && b.is_sign_negative()) {
-        b
-    } else {
-        a
-    }
-}
-
-trait FloatOrder: Copy {
-    fn is_nan(self) -> bool;
-    fn is_sign_negative(self) -> bool;
-    fn gt(self, other: Self) -> bool;
-    fn lt(self, other: Self) -> bool;
-    fn eq(self, other: Self) -> bool;
-}
-
-macro_rules! float_order {
-    ($($t:ty),*) => {$(
-        impl FloatOrder for $t {
-            #[inline] fn is_nan(self) -> bool { <$t>::is_nan(self) }
-            #[inline] fn is_sign_negative(self) -> bool { <$t>::is_sign_negative(self) }
-            #[inline] fn gt(self, o: Self) -> bool { self > o }
-            #[inline] fn lt(self, o: Self) -> bool { self < o }
-            #[inline] fn eq(self, o: Self) -> bool { self == o }
-        }
-    )*};
-}
-float_order!(f32, f64, f16, bf16);
-
 macro_rules! ops_float {
     ($($t:ty),*) => {$(
         impl Sum for $t {
@@ -296,8 +252,8 @@ macro_rules! ops_float {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc *= *u }
         }
         impl Order for $t {
-            #[inline] fn max(acc: &mut Self, u: &Self) { *acc = ieee_maximum(*acc, *u) }
-            #[inline] fn min(acc: &mut Self, u: &Self) { *acc = ieee_minimum(*acc, *u) }
+            #[inline] fn max(acc: &mut Self, u: &Self) { *acc = ieee::maximum(*acc, *u) }
+            #[inline] fn min(acc: &mut Self, u: &Self) { *acc = ieee::minimum(*acc, *u) }
         }
     )*};
 }
@@ -313,8 +269,8 @@ macro_rules! ops_half {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = <$t>::from_f32(acc.to_f32() * u.to_f32()) }
         }
         impl Order for $t {
-            #[inline] fn max(acc: &mut Self, u: &Self) { *acc = ieee_maximum(*acc, *u) }
-            #[inline] fn min(acc: &mut Self, u: &Self) { *acc = ieee_minimum(*acc, *u) }
+            #[inline] fn max(acc: &mut Self, u: &Self) { *acc = ieee::maximum(*acc, *u) }
+            #[inline] fn min(acc: &mut Self, u: &Self) { *acc = ieee::minimum(*acc, *u) }
         }
     )*};
 }
@@ -413,21 +369,6 @@ mod tests {
             err.to_string(),
             "unknown reduction \"sum\"; expected one of none, add, mul, max, min"
         );
-    }
-
-    #[test]
-    fn maximum_and_minimum_follow_ieee_754_2019() {
-        assert!(ieee_maximum(f32::NAN, 1.0).is_nan());
-        assert!(ieee_maximum(1.0, f32::NAN).is_nan());
-        assert!(ieee_minimum(f64::NAN, 1.0).is_nan());
-        assert!(ieee_minimum(1.0, f64::NAN).is_nan());
-        assert!(ieee_maximum(-0.0f32, 0.0).is_sign_positive());
-        assert!(ieee_maximum(0.0f32, -0.0).is_sign_positive());
-        assert!(ieee_minimum(0.0f32, -0.0).is_sign_negative());
-        assert!(ieee_minimum(-0.0f32, 0.0).is_sign_negative());
-        assert_eq!(ieee_maximum(2.0f32, 3.0), 3.0);
-        assert_eq!(ieee_minimum(2.0f32, 3.0), 2.0);
-        assert!(ieee_maximum(f16::NAN, f16::ONE).is_nan());
     }
 
     #[test]
