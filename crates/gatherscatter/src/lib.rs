@@ -92,6 +92,7 @@
 // `uninit::new_vec_written` and `uninit::new_vec_of`.
 #![deny(unsafe_code)]
 
+mod aggregate;
 mod display;
 pub mod dtype;
 pub mod error;
@@ -115,9 +116,10 @@ pub use ops::gather_nd::{gather_nd, GatherND};
 pub use ops::op::Op;
 pub use ops::scatter_elements::{scatter_elements, Scatter, ScatterElements};
 pub use ops::scatter_nd::{scatter_nd, ScatterND};
+pub use ops::scatter_reduce::{scatter_reduce, ScatterReduce};
 pub use ops::tensor_scatter::{ScatterMode, TensorScatter};
 pub use profile::{FeatureLevel, Profile};
-pub use reduction::Reduction;
+pub use reduction::{Aggregate, Reduction};
 pub use shape::element_count;
 pub use tensor::{Tensor, TypedTensor, TypedView, TypedViewMut};
 pub use tensor_view::{TensorView, TensorViewMut};

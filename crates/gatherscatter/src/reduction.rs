@@ -1,5 +1,5 @@
 //! Reductions of ScatterElements / ScatterND and their per-dtype rules
-//! (spec §2.8–2.9).
+//! (spec §2.8–2.9), which the [`Aggregate`]s of ScatterReduce share.
 
 use std::fmt;
 use std::str::FromStr;
@@ -7,6 +7,7 @@ use std::str::FromStr;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
+pub use crate::aggregate::Aggregate;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ieee;
@@ -122,6 +123,21 @@ pub trait Reduce: Sized {
     /// return the `bad_reduction` error of [`Reduction::check_dtype`] when
     /// the dtype does not define it.
     fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output>;
+
+    /// Run `kernel` with the rule of `aggregate` ([`MeanOp`] for `mean`),
+    /// or return the error of [`Aggregate::check_dtype`].
+    fn with_aggregate<K: CombineKernel<Self>>(
+        aggregate: Aggregate,
+        kernel: K,
+    ) -> Result<K::Output> {
+        match aggregate {
+            Aggregate::Mean => Err(undefined_aggregate(aggregate, Self::dtype_of())),
+            other => Self::with_combine(other.step(), kernel),
+        }
+    }
+
+    /// The dtype, for error messages of the default methods.
+    fn dtype_of() -> DType;
 }
 
 /// A kernel generic over its combine rule, run by [`Reduce::with_combine`].
@@ -139,6 +155,14 @@ pub trait CombineKernel<T> {
 pub trait Combine<T> {
     /// `*acc = f(*acc, update)`.
     fn combine(acc: &mut T, update: &T);
+
+    /// The last step once all `count` contributions are in `acc`: nothing,
+    /// except for [`MeanOp`], which divides by `count` (at least 1).
+    #[inline]
+    fn finish(_acc: &mut T, _count: u64) {}
+
+    /// Whether [`Combine::finish`] does anything, so kernels can skip the pass.
+    const FINISHES: bool = false;
 }
 
 /// Types with a sum (`add`): every dtype (bool: OR; strings: concatenation).
@@ -167,6 +191,14 @@ pub struct MulOp;
 pub struct MaxOp;
 #[doc(hidden)]
 pub struct MinOp;
+/// `mean`: adds, then divides by the count in [`Combine::finish`].
+#[doc(hidden)]
+pub struct MeanOp;
+
+/// Types with a mean: a sum divided by a count.
+trait Average {
+    fn average(acc: &mut Self, count: u64);
+}
 
 impl<T: Clone> Combine<T> for Overwrite {
     #[inline]
@@ -198,6 +230,17 @@ impl<T: Order> Combine<T> for MinOp {
         T::min(acc, update)
     }
 }
+impl<T: Sum + Average> Combine<T> for MeanOp {
+    #[inline]
+    fn combine(acc: &mut T, update: &T) {
+        T::add(acc, update)
+    }
+    #[inline]
+    fn finish(acc: &mut T, count: u64) {
+        T::average(acc, count)
+    }
+    const FINISHES: bool = true;
+}
 
 /// The `bad_reduction` error for a reduction `dtype` does not define.
 fn undefined(reduction: Reduction, dtype: DType) -> Error {
@@ -209,10 +252,37 @@ fn undefined(reduction: Reduction, dtype: DType) -> Error {
         })
 }
 
+/// The `bad_reduction` error for an aggregate `dtype` does not define.
+fn undefined_aggregate(aggregate: Aggregate, dtype: DType) -> Error {
+    aggregate
+        .check_dtype(dtype)
+        .err()
+        .unwrap_or_else(|| Error::BadReduction {
+            message: format!("reduce {aggregate} is not defined for {dtype}"),
+        })
+}
+
+/// `with_aggregate` for types with a mean.
+macro_rules! with_mean {
+    () => {
+        fn with_aggregate<K: CombineKernel<Self>>(
+            aggregate: Aggregate,
+            kernel: K,
+        ) -> Result<K::Output> {
+            match aggregate {
+                Aggregate::Mean => Ok(kernel.run::<MeanOp>()),
+                other => Self::with_combine(other.step(), kernel),
+            }
+        }
+    };
+}
+
 /// `Reduce` for types with every reduction.
 macro_rules! reduce_all {
     ($($t:ty),*) => {$(
         impl Reduce for $t {
+            fn dtype_of() -> DType { <$t as crate::Element>::DTYPE }
+            with_mean!();
             fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
                 Ok(match reduction {
                     Reduction::None => kernel.run::<Overwrite>(),
@@ -225,7 +295,23 @@ macro_rules! reduce_all {
         }
     )*};
 }
-reduce_all!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64);
+reduce_all!(i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64);
+
+// Bool has every ONNX reduction but no mean.
+impl Reduce for bool {
+    fn dtype_of() -> DType {
+        DType::Bool
+    }
+    fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
+        Ok(match reduction {
+            Reduction::None => kernel.run::<Overwrite>(),
+            Reduction::Add => kernel.run::<AddOp>(),
+            Reduction::Mul => kernel.run::<MulOp>(),
+            Reduction::Max => kernel.run::<MaxOp>(),
+            Reduction::Min => kernel.run::<MinOp>(),
+        })
+    }
+}
 
 macro_rules! ops_int {
     ($($t:ty),*) => {$(
@@ -243,6 +329,21 @@ macro_rules! ops_int {
 }
 ops_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
+// Floor division of the (wrapped) sum by the exact count, as PyTorch rounds
+// an integer mean; the quotient is no larger than the sum, so it fits.
+macro_rules! average_int {
+    ($($t:ty),*) => {$(
+        impl Average for $t {
+            #[inline]
+            fn average(acc: &mut Self, count: u64) {
+                let quotient = i128::from(*acc).div_euclid(i128::from(count.max(1)));
+                *acc = <$t>::try_from(quotient).unwrap_or(*acc);
+            }
+        }
+    )*};
+}
+average_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
 macro_rules! ops_float {
     ($($t:ty),*) => {$(
         impl Sum for $t {
@@ -258,6 +359,15 @@ macro_rules! ops_float {
     )*};
 }
 ops_float!(f32, f64);
+
+macro_rules! average_float {
+    ($($t:ty),*) => {$(
+        impl Average for $t {
+            #[inline] fn average(acc: &mut Self, count: u64) { *acc /= count as $t }
+        }
+    )*};
+}
+average_float!(f32, f64);
 
 // Each step in f32, rounded back: equal, bit for bit, to the serial reference.
 macro_rules! ops_half {
@@ -275,6 +385,15 @@ macro_rules! ops_half {
     )*};
 }
 ops_half!(f16, bf16);
+
+macro_rules! average_half {
+    ($($t:ty),*) => {$(
+        impl Average for $t {
+            #[inline] fn average(acc: &mut Self, count: u64) { *acc = <$t>::from_f32(acc.to_f32() / count as f32) }
+        }
+    )*};
+}
+average_half!(f16, bf16);
 
 impl Sum for bool {
     #[inline]
@@ -301,14 +420,19 @@ impl Order for bool {
 
 // Complex numbers have no order: no `max` or `min`.
 macro_rules! reduce_complex {
-    ($($t:ty => $dtype:ident),*) => {$(
+    ($($t:ty => $dtype:ident, $real:ty),*) => {$(
         impl Sum for $t {
             #[inline] fn add(acc: &mut Self, u: &Self) { *acc += *u }
         }
         impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc *= *u }
         }
+        impl Average for $t {
+            #[inline] fn average(acc: &mut Self, count: u64) { *acc /= count as $real }
+        }
         impl Reduce for $t {
+            fn dtype_of() -> DType { DType::$dtype }
+            with_mean!();
             fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
                 match reduction {
                     Reduction::None => Ok(kernel.run::<Overwrite>()),
@@ -320,7 +444,7 @@ macro_rules! reduce_complex {
         }
     )*};
 }
-reduce_complex!(Complex32 => Complex64, Complex64 => Complex128);
+reduce_complex!(Complex32 => Complex64, f32, Complex64 => Complex128, f64);
 
 // Strings have no product.
 impl Sum for String {
@@ -344,6 +468,9 @@ impl Order for String {
     }
 }
 impl Reduce for String {
+    fn dtype_of() -> DType {
+        DType::String
+    }
     fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
         match reduction {
             Reduction::None => Ok(kernel.run::<Overwrite>()),

@@ -392,3 +392,27 @@ proptest! {
         prop_assert_eq!(out, Tensor::new(shape.to_vec(), expected).unwrap());
     }
 }
+
+/// ScatterReduce on one slab (each task walks every update and keeps its
+/// own range of the output) and on many slabs (each task owns whole slabs):
+/// the same bits for every thread count and aggregate, with and without
+/// `self`, and equal to the one-thread formula where exact.
+#[test]
+fn scatter_reduce_is_identical_for_every_thread_count() {
+    use gatherscatter::{Aggregate, ScatterReduce};
+    for (shape, axis) in [(vec![70_000], 0), (vec![300, 400], 1), (vec![2, 40_000], 0)] {
+        let len: usize = shape.iter().product();
+        let data = Tensor::new(shape.clone(), floats(len, 11)).unwrap();
+        let mut idx_shape = shape.clone();
+        idx_shape[axis] *= 3;
+        let n: usize = idx_shape.iter().product();
+        let idx = Tensor::new(idx_shape.clone(), indices(n, shape[axis], 5)).unwrap();
+        let updates = Tensor::new(idx_shape.clone(), floats(n, 3)).unwrap();
+        for reduce in Aggregate::ALL {
+            for include_self in [true, false] {
+                let op = ScatterReduce::new(axis as i64, reduce).include_self(include_self);
+                same_for_every_thread_count(|| op.run(&data, &idx, &updates).unwrap());
+            }
+        }
+    }
+}

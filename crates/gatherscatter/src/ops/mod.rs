@@ -8,6 +8,7 @@ pub mod gather_nd;
 pub mod op;
 pub mod scatter_elements;
 pub mod scatter_nd;
+pub mod scatter_reduce;
 pub mod tensor_scatter;
 
 use crate::display::Dims;

@@ -9,6 +9,7 @@ use crate::ops::gather_elements::GatherElements;
 use crate::ops::gather_nd::GatherND;
 use crate::ops::scatter_elements::ScatterElements;
 use crate::ops::scatter_nd::ScatterND;
+use crate::ops::scatter_reduce::ScatterReduce;
 use crate::ops::tensor_scatter::TensorScatter;
 use crate::tensor::Tensor;
 use crate::tensor_view::{TensorView, TensorViewMut};
@@ -42,20 +43,24 @@ pub enum Op {
     ScatterND(ScatterND),
     /// [`TensorScatter`].
     TensorScatter(TensorScatter),
+    /// [`ScatterReduce`] (PyTorch's `scatter_reduce`, not an ONNX operator).
+    ScatterReduce(ScatterReduce),
 }
 
 impl Op {
-    /// Every operator's ONNX name, in this list's order.
-    pub const NAMES: [&'static str; 6] = [
+    /// Every operator's name (the ONNX name where ONNX has the operator),
+    /// in this list's order.
+    pub const NAMES: [&'static str; 7] = [
         "Gather",
         "GatherElements",
         "ScatterElements",
         "GatherND",
         "ScatterND",
         "TensorScatter",
+        "ScatterReduce",
     ];
 
-    /// The ONNX name (`"GatherElements"`).
+    /// The name (`"GatherElements"`).
     pub fn name(&self) -> &'static str {
         Self::NAMES[self.position()]
     }
@@ -69,6 +74,7 @@ impl Op {
             "gather-nd",
             "scatter-nd",
             "tensor-scatter",
+            "scatter-reduce",
         ][self.position()]
     }
 
@@ -77,7 +83,9 @@ impl Op {
     pub fn inputs(&self) -> &'static [&'static str] {
         match self {
             Op::Gather(_) | Op::GatherElements(_) | Op::GatherND(_) => &["data", "indices"],
-            Op::ScatterElements(_) | Op::ScatterND(_) => &["data", "indices", "updates"],
+            Op::ScatterElements(_) | Op::ScatterND(_) | Op::ScatterReduce(_) => {
+                &["data", "indices", "updates"]
+            }
             Op::TensorScatter(_) => &["past_cache", "update", "write_indices"],
         }
     }
@@ -98,6 +106,7 @@ impl Op {
             Op::GatherND(_) => 3,
             Op::ScatterND(_) => 4,
             Op::TensorScatter(_) => 5,
+            Op::ScatterReduce(_) => 6,
         }
     }
 
@@ -113,13 +122,14 @@ impl Op {
             Op::GatherND(op) => op.run(i(0), i(1)),
             Op::ScatterND(op) => op.run(i(0), i(1), i(2)),
             Op::TensorScatter(op) => op.run(i(0), i(1), inputs.get(2).copied()),
+            Op::ScatterReduce(op) => op.run(i(0), i(1), i(2)),
         }
     }
 
     /// Like [`Op::run`], but writes the result into `out`, a buffer of the
     /// output's dtype and shape. What `out` holds after an error is each
-    /// operator's `run_into` rule (untouched, except ScatterElements, which
-    /// checks indices as it applies them).
+    /// operator's `run_into` rule (untouched, except ScatterElements and
+    /// ScatterReduce, which check indices as they apply them).
     ///
     /// ```
     /// use gatherscatter::{GatherElements, Op, Tensor, TensorView, TypedViewMut};
@@ -146,6 +156,7 @@ impl Op {
             Op::GatherND(op) => op.run_into(i(0), i(1), out),
             Op::ScatterND(op) => op.run_into(i(0), i(1), i(2), out),
             Op::TensorScatter(op) => op.run_into(i(0), i(1), inputs.get(2).copied(), out),
+            Op::ScatterReduce(op) => op.run_into(i(0), i(1), i(2), out),
         }
     }
 
@@ -184,14 +195,15 @@ from_builder!(
     ScatterElements,
     GatherND,
     ScatterND,
-    TensorScatter
+    TensorScatter,
+    ScatterReduce
 );
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn every_op() -> [Op; 6] {
+    fn every_op() -> [Op; 7] {
         [
             Gather::new(0).into(),
             GatherElements::new(0).into(),
@@ -199,6 +211,7 @@ mod tests {
             GatherND::new().into(),
             ScatterND::new().into(),
             TensorScatter::new().into(),
+            ScatterReduce::new(0, crate::Aggregate::Sum).into(),
         ]
     }
 
@@ -211,6 +224,7 @@ mod tests {
             ("GatherND", "gather-nd"),
             ("ScatterND", "scatter-nd"),
             ("TensorScatter", "tensor-scatter"),
+            ("ScatterReduce", "scatter-reduce"),
         ];
         for (op, (name, command)) in every_op().iter().zip(expected) {
             assert_eq!((op.name(), op.command()), (name, command));

@@ -304,10 +304,67 @@ pub fn reference_scatter_elements<T: Clone>(
     Some(out)
 }
 
+/// ScatterReduce's formula: each target collects its values in row-major
+/// order of indices (`data[t]` first when `include_self`), folds them with
+/// the reduction `step` (`add`, `mul`, `max`, `min`) and, for a mean,
+/// divides by their count; targets no index names keep data. `None` when an
+/// index is out of range; `Some(None)` when the dtype lacks the aggregate.
+#[allow(clippy::too_many_arguments)]
+pub fn reference_scatter_reduce<T: RefReduce>(
+    data: &[T],
+    data_shape: &[usize],
+    indices: &[i128],
+    indices_shape: &[usize],
+    updates: &[T],
+    axis: usize,
+    step: &str,
+    mean: bool,
+    include_self: bool,
+) -> Option<Option<Vec<T>>> {
+    let s = data_shape[axis];
+    if indices.iter().any(|&v| idx(v, s).is_none()) {
+        return None;
+    }
+    let mut values: Vec<Vec<T>> = data.iter().map(|_| Vec::new()).collect();
+    for (flat, p) in coordinates(indices_shape).into_iter().enumerate() {
+        let mut t = p.clone();
+        t[axis] = idx(indices[flat], s)?;
+        values[offset(&t, data_shape)].push(updates[flat].clone());
+    }
+    let mut out = Vec::with_capacity(data.len());
+    for (own, mut list) in data.iter().zip(values) {
+        if list.is_empty() {
+            out.push(own.clone());
+            continue;
+        }
+        if include_self {
+            list.insert(0, own.clone());
+        }
+        let mut acc = list[0].clone();
+        for v in &list[1..] {
+            match T::reduce(step, &acc, v) {
+                Some(next) => acc = next,
+                None => return Some(None),
+            }
+        }
+        if mean {
+            match T::mean(&acc, list.len() as u64) {
+                Some(quotient) => acc = quotient,
+                None => return Some(None),
+            }
+        }
+        out.push(acc);
+    }
+    Some(Some(out))
+}
+
 /// Reductions per spec §2.8–2.9, written from the text independently of the
 /// library; `None` where the dtype does not define the reduction.
 pub trait RefReduce: FromSeed {
     fn reduce(name: &str, a: &Self, b: &Self) -> Option<Self>;
+    /// `sum / count` as a mean (integers: floor division); `None` where the
+    /// dtype has no mean.
+    fn mean(sum: &Self, count: u64) -> Option<Self>;
     /// Bitwise equality, except that any NaN equals any NaN (payloads are not specified).
     fn same(a: &Self, b: &Self) -> bool;
 }
@@ -324,6 +381,10 @@ macro_rules! ref_int {
                 _ => return None,
             })
         }
+        fn mean(sum: &Self, count: u64) -> Option<Self> {
+            let quotient = (*sum as i128).div_euclid(count as i128);
+            Some(quotient as $t)
+        }
         fn same(a: &Self, b: &Self) -> bool { a == b }
     })*};
 }
@@ -337,6 +398,9 @@ impl RefReduce for bool {
             "mul" | "min" => *a && *b,
             _ => return None,
         })
+    }
+    fn mean(_sum: &Self, _count: u64) -> Option<Self> {
+        None
     }
     fn same(a: &Self, b: &Self) -> bool {
         a == b
@@ -381,6 +445,9 @@ macro_rules! ref_float {
                     }
                     _ => return None,
                 })
+            }
+            fn mean(sum: &Self, count: u64) -> Option<Self> {
+                Some($from($to(*sum), count as f64, |x: f64, y: f64| x / y))
             }
             fn same(a: &Self, b: &Self) -> bool {
                 let (x, y): (f64, f64) = ($to(*a), $to(*b));
@@ -436,6 +503,10 @@ macro_rules! ref_complex {
                 _ => return None,
             })
         }
+        fn mean(sum: &Self, count: u64) -> Option<Self> {
+            let c = <$t>::new(count as f64 as _, 0.0).re;
+            Some(<$t>::new(sum.re / c, sum.im / c))
+        }
         fn same(a: &Self, b: &Self) -> bool {
             let eq = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits();
             eq(a.re as f64, b.re as f64) && eq(a.im as f64, b.im as f64)
@@ -465,6 +536,9 @@ impl RefReduce for String {
             }
             _ => return None,
         })
+    }
+    fn mean(_sum: &Self, _count: u64) -> Option<Self> {
+        None
     }
     fn same(a: &Self, b: &Self) -> bool {
         a == b
