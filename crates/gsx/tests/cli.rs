@@ -885,3 +885,60 @@ fn tensor_scatter_writes_each_batch_at_its_index_in_both_modes() {
         f32s(&[2, 4, 1], &[1.0, 2.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0])
     );
 }
+
+/// `gsx scatter-reduce` on .npy files: PyTorch's documented example, with
+/// `--include-self false`, and a profile that does not define the op.
+#[test]
+fn scatter_reduce_runs_pytorchs_example_and_refuses_onnx_profiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, tensor: Tensor| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, npy::encode(&tensor).unwrap()).unwrap();
+        path
+    };
+    let data = write("data.npy", Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0]));
+    let index = write("index.npy", Tensor::from_vec(vec![0i64, 1, 0, 1, 2, 1]));
+    let src = write(
+        "src.npy",
+        Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]),
+    );
+    let out_path = dir.path().join("out.npy");
+    let inputs = [path_str(&data), path_str(&index), path_str(&src)];
+    let cases: [(&[&str], [f32; 4]); 3] = [
+        (&["--reduce", "sum"], [5.0, 14.0, 8.0, 4.0]),
+        (
+            &["--reduce", "sum", "--include-self", "false"],
+            [4.0, 12.0, 5.0, 4.0],
+        ),
+        (
+            &["--reduce", "mean", "--include-self", "false"],
+            [2.0, 4.0, 5.0, 4.0],
+        ),
+    ];
+    for (flags, expected) in cases {
+        let mut args = vec!["scatter-reduce"];
+        args.extend(inputs);
+        args.extend(flags);
+        args.extend(["-o", path_str(&out_path)]);
+        assert_success(&gsx(&args));
+        assert_eq!(read_tensor(&out_path), Tensor::from_vec(expected.to_vec()));
+    }
+    let mut args = vec!["scatter-reduce"];
+    args.extend(inputs);
+    args.extend([
+        "--reduce",
+        "amax",
+        "--profile",
+        "onnx:18",
+        "-o",
+        path_str(&out_path),
+    ]);
+    let refused = gsx(&args);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("does not define it"), "{stderr}");
+    let mut args = vec!["scatter-reduce"];
+    args.extend(inputs);
+    args.extend(["--reduce", "median", "-o", path_str(&out_path)]);
+    assert!(!gsx(&args).status.success());
+}

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use gatherscatter::{Profile, Reduction, ScatterMode};
+use gatherscatter::{Aggregate, Profile, Reduction, ScatterMode};
 
 pub mod conformance;
 pub mod ops;
@@ -43,6 +43,9 @@ pub enum Command {
     /// TensorScatter: a copy of a KV cache with each batch's update written
     /// at its write index along the sequence axis.
     TensorScatter(TensorScatterArgs),
+    /// ScatterReduce (PyTorch's scatter_reduce): a copy of data with the
+    /// updates aimed at each element aggregated (sum, prod, mean, amax, amin).
+    ScatterReduce(ScatterReduceArgs),
     /// Run ONNX backend-test directories (or the built-in corpus) and compare.
     Conformance(conformance::ConformanceArgs),
 }
@@ -119,6 +122,29 @@ pub struct ScatterElementsArgs {
     pub common: CommonArgs,
 }
 
+/// `gsx scatter-reduce`.
+#[derive(Debug, Args)]
+pub struct ScatterReduceArgs {
+    /// The data tensor (never modified).
+    pub data: PathBuf,
+    /// The integer indices tensor, of data's rank.
+    pub indices: PathBuf,
+    /// The updates, of the indices' shape.
+    pub updates: PathBuf,
+    /// The axis the indices address (negative counts from the end).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub axis: i64,
+    /// How the values aimed at one element aggregate: sum, prod, mean, amax, amin.
+    #[arg(long, value_parser = parse_aggregate)]
+    pub reduce: Aggregate,
+    /// Whether data's own value is one of them: true (default) or false.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub include_self: bool,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 /// `gsx gather-nd`.
 #[derive(Debug, Args)]
 pub struct GatherNdArgs {
@@ -181,6 +207,11 @@ fn parse_profile(text: &str) -> Result<Profile, String> {
         .map_err(|e: gatherscatter::Error| e.to_string())
 }
 
+fn parse_aggregate(text: &str) -> Result<Aggregate, String> {
+    text.parse()
+        .map_err(|e: gatherscatter::Error| e.to_string())
+}
+
 fn parse_reduction(text: &str) -> Result<Reduction, String> {
     text.parse()
         .map_err(|e: gatherscatter::Error| e.to_string())
@@ -197,5 +228,6 @@ pub fn execute(cli: Cli) -> Result<(), crate::CliError> {
         Command::GatherNd(args) => ops::gather_nd(&args),
         Command::ScatterNd(args) => ops::scatter_nd(&args),
         Command::TensorScatter(args) => ops::tensor_scatter(&args),
+        Command::ScatterReduce(args) => ops::scatter_reduce(&args),
     }
 }

@@ -4,12 +4,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use gatherscatter::{
-    Gather, GatherElements, GatherND, Op, ScatterElements, ScatterND, TensorScatter, TensorView,
+    Gather, GatherElements, GatherND, Op, ScatterElements, ScatterND, ScatterReduce, TensorScatter,
+    TensorView,
 };
 
 use super::{
     CommonArgs, ElementsArgs, GatherArgs, GatherNdArgs, ScatterElementsArgs, ScatterNdArgs,
-    TensorScatterArgs,
+    ScatterReduceArgs, TensorScatterArgs,
 };
 use crate::error::CliError;
 use crate::files;
@@ -32,6 +33,18 @@ pub fn gather_elements(args: &ElementsArgs) -> Result<(), CliError> {
 pub fn scatter_elements(args: &ScatterElementsArgs) -> Result<(), CliError> {
     let op = ScatterElements::new(args.axis)
         .reduction(args.reduction)
+        .profile(args.common.profile);
+    execute(
+        op.into(),
+        &[&args.data, &args.indices, &args.updates],
+        &args.common,
+    )
+}
+
+/// `gsx scatter-reduce`.
+pub fn scatter_reduce(args: &ScatterReduceArgs) -> Result<(), CliError> {
+    let op = ScatterReduce::new(args.axis, args.reduce)
+        .include_self(args.include_self)
         .profile(args.common.profile);
     execute(
         op.into(),
