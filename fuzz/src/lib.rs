@@ -13,8 +13,8 @@ mod common;
 use arbitrary::{Result, Unstructured};
 use common::*;
 use gatherscatter::{
-    DType, ErrorKind, FeatureLevel, Gather, GatherElements, GatherND, Op, Profile, Reduction,
-    ScatterElements, ScatterND, Tensor, TensorView,
+    Aggregate, DType, ErrorKind, FeatureLevel, Gather, GatherElements, GatherND, Op, Profile,
+    Reduction, ScatterElements, ScatterND, ScatterReduce, Tensor, TensorView,
 };
 
 /// One decoded call.
@@ -238,6 +238,50 @@ fn run_gather_elements<T: RefReduce>(case: &Case) {
     );
 }
 
+fn run_scatter_reduce<T: RefReduce>(case: &Case) {
+    let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
+    let before = data.clone();
+    let updates = data_tensor(case.data_dtype, &case.indices_shape, case.seed ^ 0x5eed);
+    // The case's ONNX reduction picks the aggregate (none: mean), its seed
+    // whether data's values count.
+    let (reduce, step) = match case.reduction {
+        Reduction::Add => (Aggregate::Sum, "add"),
+        Reduction::Mul => (Aggregate::Prod, "mul"),
+        Reduction::Max => (Aggregate::Amax, "max"),
+        Reduction::Min => (Aggregate::Amin, "min"),
+        _ => (Aggregate::Mean, "add"),
+    };
+    let include_self = case.seed % 2 == 0;
+    let op = ScatterReduce::new(case.axis, reduce)
+        .include_self(include_self)
+        .profile(case.profile);
+    let result = run_op(op, &[&data, &case.indices_tensor(), &updates]);
+    assert_eq!(
+        format!("{data:?}"),
+        format!("{before:?}"),
+        "data is never written"
+    );
+    let reference = || {
+        reference_scatter_reduce(
+            data.data::<T>().unwrap(),
+            &case.data_shape,
+            &case.indices,
+            &case.indices_shape,
+            updates.data::<T>().unwrap(),
+            case.axis(),
+            step,
+            reduce == Aggregate::Mean,
+            include_self,
+        )
+        .map(|values| values.expect("a defined aggregate succeeded"))
+    };
+    check_outcome(
+        result,
+        || reference().map(|v| (case.data_shape.clone(), v)),
+        case,
+    );
+}
+
 fn run_scatter_elements<T: RefReduce>(case: &Case) {
     let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
     let before = data.clone();
@@ -346,6 +390,13 @@ pub fn fuzz_gather_elements(bytes: &[u8]) {
 pub fn fuzz_scatter_elements(bytes: &[u8]) {
     if let Ok(case) = Case::decode(&mut Unstructured::new(bytes), true, false) {
         for_dtype!(case.data_dtype, run_scatter_elements(&case))
+    }
+}
+
+/// ScatterReduce, every aggregate, with and without self.
+pub fn fuzz_scatter_reduce(bytes: &[u8]) {
+    if let Ok(case) = Case::decode(&mut Unstructured::new(bytes), true, false) {
+        for_dtype!(case.data_dtype, run_scatter_reduce(&case))
     }
 }
 
