@@ -394,3 +394,22 @@ fn the_dynamic_and_typed_entry_points_agree() {
     assert_eq!(typed.data(), &[1, 2, 8]);
     assert_eq!(dynamic.data::<u32>().unwrap(), typed.data());
 }
+
+/// Counts are kept in 16 bits beside each target and spill over: 140,000
+/// values into one target (two overflows) still divide by the exact count.
+#[test]
+fn a_mean_over_more_values_than_sixteen_bits_count_is_exact() {
+    let n = 140_000;
+    let data = Tensor::from_vec(vec![n as i64 + 1, 7]);
+    let index = Tensor::from_vec(vec![0u8; n]);
+    let src = Tensor::from_vec((0..n as i64).collect::<Vec<_>>());
+    let sum: i64 = (0..n as i64).sum();
+    let without = run(Aggregate::Mean, false, &data, &index, &src);
+    assert_eq!(
+        without.data::<i64>().unwrap(),
+        &[sum.div_euclid(n as i64), 7]
+    );
+    let with = run(Aggregate::Mean, true, &data, &index, &src);
+    let with_self = (sum + n as i64 + 1).div_euclid(n as i64 + 1);
+    assert_eq!(with.data::<i64>().unwrap(), &[with_self, 7]);
+}

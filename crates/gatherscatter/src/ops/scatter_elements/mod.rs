@@ -8,7 +8,7 @@ mod rows;
 
 use std::mem::MaybeUninit;
 
-use self::rows::{scatter, Geometry};
+pub(crate) use self::rows::{scatter, Geometry};
 
 use crate::display::Dims;
 use crate::dtype::{DType, Element};

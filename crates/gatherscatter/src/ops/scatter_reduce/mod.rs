@@ -10,13 +10,14 @@
 
 mod kernel;
 
-use self::kernel::{scatter_reduce as apply, Geometry, Stop};
+use self::kernel::{scatter_reduce as apply, Stop};
+use crate::ops::scatter_elements::Geometry;
 
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
-use crate::ops::{alloc_output, check_indices_shape, copy_into, require_same_dtype, typed_output};
+use crate::ops::{alloc_output, check_indices_shape, require_same_dtype, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel};
 use crate::shape::{normalize_axis, require_rank_at_least_1};
@@ -198,13 +199,13 @@ impl ScatterReduce {
         out: &mut [T],
     ) -> Result<()> {
         let idx = canonical_indices(indices.data())?;
-        copy_into(data.data(), out);
         let g = Geometry {
             data_shape: data.shape(),
             indices_shape: indices.shape(),
             rule: &plan.rule,
         };
         let kernel = Reduce {
+            data: data.data(),
             out,
             geometry: &g,
             idx: &idx,
@@ -258,6 +259,7 @@ impl ScatterReduce {
 /// The kernel, for [`crate::reduction::Reduce::with_aggregate`] to run with
 /// the dtype's rule.
 struct Reduce<'a, T> {
+    data: &'a [T],
     out: &'a mut [T],
     geometry: &'a Geometry<'a>,
     idx: &'a [i64],
@@ -270,6 +272,7 @@ impl<T: Element> CombineKernel<T> for Reduce<'_, T> {
 
     fn run<C: Combine<T>>(self) -> Self::Output {
         apply::<T, C>(
+            self.data,
             self.out,
             self.geometry,
             self.idx,
