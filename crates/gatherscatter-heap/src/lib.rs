@@ -244,7 +244,7 @@ mod tests {
                 // size and freed once with its own layout.
                 unsafe {
                     let block = heap.alloc(layout);
-                    assert!(!block.is_null() && (block as usize).is_multiple_of(64));
+                    assert!(!block.is_null() && block as usize % 64 == 0);
                     for &at in &probes {
                         block.add(at).write(7);
                         assert_eq!(block.add(at).read(), 7);

@@ -266,7 +266,7 @@ fn source_order(
     src_blocks: usize,
     block_len: usize,
 ) -> Option<Vec<u64>> {
-    if !chunk_len.is_multiple_of(block_len) {
+    if chunk_len % block_len != 0 {
         return None;
     }
     let slots = chunk_len / block_len;
@@ -374,9 +374,9 @@ fn copy_rows_in_slot_order<B: OutByte>(
     ahead: Lookahead,
 ) -> bool {
     let fits = row_len > 0
-        && row_len.is_multiple_of(32)
-        && chunk.len().is_multiple_of(row_len)
-        && chunk.as_ptr().addr().is_multiple_of(16);
+        && row_len % 32 == 0
+        && chunk.len() % row_len == 0
+        && chunk.as_ptr().addr() % 16 == 0;
     if !fits || !cfg!(target_arch = "x86_64") {
         return false;
     }
