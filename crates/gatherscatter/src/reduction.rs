@@ -277,41 +277,35 @@ macro_rules! with_mean {
     };
 }
 
-/// `Reduce` for types with every reduction.
+/// `Reduce` for types with every reduction, and a mean unless `no mean`.
 macro_rules! reduce_all {
     ($($t:ty),*) => {$(
         impl Reduce for $t {
-            fn dtype_of() -> DType { <$t as crate::Element>::DTYPE }
             with_mean!();
-            fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
-                Ok(match reduction {
-                    Reduction::None => kernel.run::<Overwrite>(),
-                    Reduction::Add => kernel.run::<AddOp>(),
-                    Reduction::Mul => kernel.run::<MulOp>(),
-                    Reduction::Max => kernel.run::<MaxOp>(),
-                    Reduction::Min => kernel.run::<MinOp>(),
-                })
-            }
+            reduce_all!(@onnx $t);
         }
     )*};
+    (no mean: $t:ty) => {
+        impl Reduce for $t {
+            reduce_all!(@onnx $t);
+        }
+    };
+    (@onnx $t:ty) => {
+        fn dtype_of() -> DType { <$t as crate::Element>::DTYPE }
+        fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
+            Ok(match reduction {
+                Reduction::None => kernel.run::<Overwrite>(),
+                Reduction::Add => kernel.run::<AddOp>(),
+                Reduction::Mul => kernel.run::<MulOp>(),
+                Reduction::Max => kernel.run::<MaxOp>(),
+                Reduction::Min => kernel.run::<MinOp>(),
+            })
+        }
+    };
 }
 reduce_all!(i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64);
-
 // Bool has every ONNX reduction but no mean.
-impl Reduce for bool {
-    fn dtype_of() -> DType {
-        DType::Bool
-    }
-    fn with_combine<K: CombineKernel<Self>>(reduction: Reduction, kernel: K) -> Result<K::Output> {
-        Ok(match reduction {
-            Reduction::None => kernel.run::<Overwrite>(),
-            Reduction::Add => kernel.run::<AddOp>(),
-            Reduction::Mul => kernel.run::<MulOp>(),
-            Reduction::Max => kernel.run::<MaxOp>(),
-            Reduction::Min => kernel.run::<MinOp>(),
-        })
-    }
-}
+reduce_all!(no mean: bool);
 
 macro_rules! ops_int {
     ($($t:ty),*) => {$(
