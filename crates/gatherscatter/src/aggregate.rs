@@ -80,11 +80,11 @@ impl Aggregate {
         let why = match (self, dtype) {
             (Aggregate::Mean, DType::Bool) => "booleans have no mean",
             (Aggregate::Mean, DType::String) => "strings have no mean",
-            (Aggregate::Amax | Aggregate::Amin, DType::Complex64 | DType::Complex128) => {
-                "complex numbers have no order"
-            }
-            (Aggregate::Prod, DType::String) => "strings cannot be multiplied",
-            _ => return Ok(()),
+            // The rest are the rules of the reduction it steps with.
+            _ => match self.step().why_undefined(dtype) {
+                Some(why) => why,
+                None => return Ok(()),
+            },
         };
         Err(Error::BadReduction {
             message: format!("reduce {} is not defined for {dtype}: {why}", self.name()),

@@ -52,12 +52,8 @@ impl Reduction {
 
     /// `Ok` if `dtype` defines this reduction, else a `BadReduction` error saying why not.
     pub fn check_dtype(self, dtype: DType) -> Result<()> {
-        let why = match (self, dtype) {
-            (Reduction::Max | Reduction::Min, DType::Complex64 | DType::Complex128) => {
-                "complex numbers have no order"
-            }
-            (Reduction::Mul, DType::String) => "strings cannot be multiplied",
-            _ => return Ok(()),
+        let Some(why) = self.why_undefined(dtype) else {
+            return Ok(());
         };
         Err(Error::BadReduction {
             message: format!(
@@ -65,6 +61,17 @@ impl Reduction {
                 self.name()
             ),
         })
+    }
+
+    /// Why `dtype` does not define this reduction, or `None` when it does.
+    pub(crate) fn why_undefined(self, dtype: DType) -> Option<&'static str> {
+        match (self, dtype) {
+            (Reduction::Max | Reduction::Min, DType::Complex64 | DType::Complex128) => {
+                Some("complex numbers have no order")
+            }
+            (Reduction::Mul, DType::String) => Some("strings cannot be multiplied"),
+            _ => None,
+        }
     }
 }
 
