@@ -8,6 +8,7 @@
 //! rows in row-major order: a target sees its values in the order of a
 //! serial loop, so results are bit-identical for any thread count.
 
+use crate::dtype::DType;
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_streams, STREAM_AHEAD, STREAM_CHUNK};
 use crate::ops::copy_into;
@@ -16,10 +17,11 @@ use crate::reduction::Combine;
 use crate::shape::{strides, IndexRows, RowBases};
 
 /// Why a call stopped: an index out of range at a flat position of the
-/// indices, or a tally that could not be allocated (its element count).
+/// indices, or a tally that could not be allocated (its cells' count and
+/// dtype).
 pub(crate) enum Stop {
     BadIndex(usize),
-    NoMemory(usize),
+    NoMemory(usize, DType),
 }
 
 /// `out = data`, then every update combined into its target with `C`, the
@@ -87,6 +89,8 @@ impl<Y: Cell> Tally<Y> {
 trait Cell: Copy + Default + Send {
     /// Whether data's own value is one of the aggregated values.
     const WITH_SELF: bool;
+    /// What a cell holds, for the error when cells cannot be allocated.
+    const DTYPE: DType;
     /// Combine `update` into `acc`; `true` when the cell's count
     /// overflowed and [`SPILL`] contributions move to its spilled count.
     fn apply<T: Clone, C: Combine<T>>(&mut self, acc: &mut T, update: &T) -> bool;
@@ -101,6 +105,7 @@ struct FirstOverwrites(bool);
 
 impl Cell for FirstOverwrites {
     const WITH_SELF: bool = false;
+    const DTYPE: DType = DType::Bool;
     #[inline(always)]
     fn apply<T: Clone, C: Combine<T>>(&mut self, acc: &mut T, update: &T) -> bool {
         if std::mem::replace(&mut self.0, true) {
@@ -129,6 +134,7 @@ struct Counted<const WITH_SELF: bool>(u16);
 
 impl<const WITH_SELF: bool> Cell for Counted<WITH_SELF> {
     const WITH_SELF: bool = WITH_SELF;
+    const DTYPE: DType = DType::U16;
     #[inline(always)]
     fn apply<T: Clone, C: Combine<T>>(&mut self, acc: &mut T, update: &T) -> bool {
         // Without self, the first value replaces data's (a cell that has
@@ -185,7 +191,8 @@ fn run<T: Clone + Send + Sync, C: Combine<T>, Y: Cell>(
         let first = task * chunk / slab;
         let last = first + part.len() / slab;
         let rows = IndexRows::for_slabs(g.indices_shape, g.data_shape, axis, first, last);
-        let mut tally = Tally::<Y>::with_len(part.len()).ok_or(Stop::NoMemory(part.len()))?;
+        let mut tally =
+            Tally::<Y>::with_len(part.len()).ok_or(Stop::NoMemory(part.len(), Y::DTYPE))?;
         apply_rows::<T, C, Y>(part, task * chunk, &mut tally, g, rows, indices, updates)
             .map_err(Stop::BadIndex)?;
         if C::FINISHES {

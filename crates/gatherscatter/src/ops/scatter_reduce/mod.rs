@@ -215,10 +215,7 @@ impl ScatterReduce {
         match T::with_aggregate(self.reduce, kernel)? {
             Ok(()) => Ok(()),
             Err(Stop::BadIndex(found)) => Err(first_bad_index(indices, plan.rule, found)),
-            Err(Stop::NoMemory(elements)) => Err(Error::Allocation {
-                elements,
-                dtype: DType::U64,
-            }),
+            Err(Stop::NoMemory(elements, dtype)) => Err(Error::Allocation { elements, dtype }),
         }
     }
 
