@@ -244,12 +244,12 @@ fn run_scatter_reduce<T: RefReduce>(case: &Case) {
     let updates = data_tensor(case.data_dtype, &case.indices_shape, case.seed ^ 0x5eed);
     // The case's ONNX reduction picks the aggregate (none: mean), its seed
     // whether data's values count.
-    let (reduce, step) = match case.reduction {
-        Reduction::Add => (Aggregate::Sum, "add"),
-        Reduction::Mul => (Aggregate::Prod, "mul"),
-        Reduction::Max => (Aggregate::Amax, "max"),
-        Reduction::Min => (Aggregate::Amin, "min"),
-        _ => (Aggregate::Mean, "add"),
+    let reduce = match case.reduction {
+        Reduction::Add => Aggregate::Sum,
+        Reduction::Mul => Aggregate::Prod,
+        Reduction::Max => Aggregate::Amax,
+        Reduction::Min => Aggregate::Amin,
+        _ => Aggregate::Mean,
     };
     let include_self = case.seed % 2 == 0;
     let op = ScatterReduce::new(case.axis, reduce)
@@ -269,7 +269,7 @@ fn run_scatter_reduce<T: RefReduce>(case: &Case) {
             &case.indices_shape,
             updates.data::<T>().unwrap(),
             case.axis(),
-            step,
+            aggregate_step(reduce),
             reduce == Aggregate::Mean,
             include_self,
         )

@@ -343,12 +343,6 @@ fn check_case<T: RefReduce>(case: &Case) -> Result<(), TestCaseError> {
         prop_assert_eq!(result.unwrap_err().kind(), ErrorKind::BadReduction);
         return Ok(());
     }
-    let step = match case.reduce {
-        Aggregate::Sum | Aggregate::Mean => "add",
-        Aggregate::Prod => "mul",
-        Aggregate::Amax => "max",
-        _ => "min",
-    };
     let reference = reference_scatter_reduce(
         &data,
         &case.data_shape,
@@ -356,7 +350,7 @@ fn check_case<T: RefReduce>(case: &Case) -> Result<(), TestCaseError> {
         &case.indices_shape,
         &updates,
         case.axis,
-        step,
+        aggregate_step(case.reduce),
         case.reduce == Aggregate::Mean,
         case.include_self,
     );

@@ -304,6 +304,18 @@ pub fn reference_scatter_elements<T: Clone>(
     Some(out)
 }
 
+/// The reference reduction (`add`, `mul`, `max`, `min`) an aggregate
+/// folds its values with; `mean` adds, then divides.
+pub fn aggregate_step(aggregate: gatherscatter::Aggregate) -> &'static str {
+    use gatherscatter::Aggregate;
+    match aggregate {
+        Aggregate::Prod => "mul",
+        Aggregate::Amax => "max",
+        Aggregate::Amin => "min",
+        _ => "add",
+    }
+}
+
 /// ScatterReduce's formula: each target collects its values in row-major
 /// order of indices (`data[t]` first when `include_self`), folds them with
 /// the reduction `step` (`add`, `mul`, `max`, `min`) and, for a mean,
