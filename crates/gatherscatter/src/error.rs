@@ -118,6 +118,14 @@ pub enum Error {
         /// The shape whose product overflows.
         shape: Vec<usize>,
     },
+    /// Segment boundaries that do not describe segments: an `indptr` that
+    /// decreases or leaves its axis, or a segment `index` that is unsorted,
+    /// negative or past the segment count.
+    #[error("{message}")]
+    BadSegments {
+        /// The explanation, naming the value, its position and the rule.
+        message: String,
+    },
     /// The output could not be allocated.
     #[error("cannot allocate {elements} elements of {dtype} for the output")]
     Allocation {
@@ -152,6 +160,8 @@ pub enum ErrorKind {
     BadAttribute,
     /// [`Error::BadReduction`].
     BadReduction,
+    /// [`Error::BadSegments`].
+    BadSegments,
     /// [`Error::SizeOverflow`].
     SizeOverflow,
     /// [`Error::Allocation`]: the memory for the output or a working
@@ -172,6 +182,7 @@ impl ErrorKind {
             ErrorKind::BadDType => "bad_dtype",
             ErrorKind::BadAttribute => "bad_attribute",
             ErrorKind::BadReduction => "bad_reduction",
+            ErrorKind::BadSegments => "bad_segments",
             ErrorKind::SizeOverflow => "size_overflow",
             ErrorKind::OutOfMemory => "out_of_memory",
             ErrorKind::Unsupported => "unsupported",
@@ -198,6 +209,7 @@ impl Error {
             Error::BadDType { .. } => ErrorKind::BadDType,
             Error::BadAttribute { .. } => ErrorKind::BadAttribute,
             Error::BadReduction { .. } => ErrorKind::BadReduction,
+            Error::BadSegments { .. } => ErrorKind::BadSegments,
             Error::SizeOverflow { .. } => ErrorKind::SizeOverflow,
             Error::Allocation { .. } => ErrorKind::OutOfMemory,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
@@ -212,6 +224,12 @@ impl Error {
 
     pub(crate) fn attribute(message: impl Into<String>) -> Error {
         Error::BadAttribute {
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn segments(message: impl Into<String>) -> Error {
+        Error::BadSegments {
             message: message.into(),
         }
     }

@@ -288,6 +288,9 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
 /// return a `BadDType` error if it is not an integer tensor.
 macro_rules! with_index_view {
     ($tensor:expr, $context:expr, $v:ident => $body:expr) => {
+        $crate::index::with_index_view!($tensor, $context, "indices", $v => $body)
+    };
+    ($tensor:expr, $context:expr, $what:literal, $v:ident => $body:expr) => {
         match $tensor {
             $crate::TensorView::I8($v) => $body,
             $crate::TensorView::I16($v) => $body,
@@ -297,15 +300,20 @@ macro_rules! with_index_view {
             $crate::TensorView::U16($v) => $body,
             $crate::TensorView::U32($v) => $body,
             $crate::TensorView::U64($v) => $body,
-            other => return Err($crate::index::not_an_index_type(other.dtype(), $context)),
+            other => return Err($crate::index::not_an_index_type_of($what, other.dtype(), $context)),
         }
     };
 }
 pub(crate) use with_index_view;
 
 pub(crate) fn not_an_index_type(dtype: DType, context: &str) -> Error {
+    not_an_index_type_of("indices", dtype, context)
+}
+
+/// The error for `what` (an index tensor) of a dtype that holds no indices.
+pub(crate) fn not_an_index_type_of(what: &'static str, dtype: DType, context: &str) -> Error {
     Error::BadDType {
-        what: "indices",
+        what,
         dtype,
         context: context.to_string(),
         accepted: DType::INDEX_TYPES.to_vec(),

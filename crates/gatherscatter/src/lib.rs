@@ -117,6 +117,7 @@ pub use ops::op::Op;
 pub use ops::scatter_elements::{scatter_elements, Scatter, ScatterElements};
 pub use ops::scatter_nd::{scatter_nd, ScatterND};
 pub use ops::scatter_reduce::{scatter_reduce, ScatterReduce};
+pub use ops::segment::{segment_coo, segment_csr, SegmentCoo, SegmentCsr};
 pub use ops::tensor_scatter::{ScatterMode, TensorScatter};
 pub use profile::{FeatureLevel, Profile};
 pub use reduction::{Aggregate, Reduction};

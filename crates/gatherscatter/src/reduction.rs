@@ -170,6 +170,14 @@ pub trait Combine<T> {
 
     /// Whether [`Combine::finish`] does anything, so kernels can skip the pass.
     const FINISHES: bool = false;
+
+    /// The value of an empty segment when the caller gives none: the
+    /// product's identity (1) for [`MulOp`], else `None` for zero (what
+    /// pytorch_scatter writes for sum, mean, max and min).
+    #[inline]
+    fn empty() -> Option<T> {
+        None
+    }
 }
 
 /// Types with a sum (`add`): every dtype (bool: OR; strings: concatenation).
@@ -178,8 +186,9 @@ trait Sum {
 }
 
 /// Types with a product (`mul`): all but strings (bool: AND).
-trait Product {
+trait Product: Sized {
     fn mul(acc: &mut Self, update: &Self);
+    fn one() -> Self;
 }
 
 /// Types with an order (`max`, `min`): all but complex numbers.
@@ -223,6 +232,9 @@ impl<T: Product> Combine<T> for MulOp {
     #[inline]
     fn combine(acc: &mut T, update: &T) {
         T::mul(acc, update)
+    }
+    fn empty() -> Option<T> {
+        Some(T::one())
     }
 }
 impl<T: Order> Combine<T> for MaxOp {
@@ -321,6 +333,7 @@ macro_rules! ops_int {
         }
         impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = acc.wrapping_mul(*u) }
+            fn one() -> Self { 1 }
         }
         impl Order for $t {
             #[inline] fn max(acc: &mut Self, u: &Self) { *acc = (*acc).max(*u) }
@@ -352,6 +365,7 @@ macro_rules! ops_float {
         }
         impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc *= *u }
+            fn one() -> Self { 1.0 }
         }
         impl Order for $t {
             #[inline] fn max(acc: &mut Self, u: &Self) { *acc = ieee::maximum(*acc, *u) }
@@ -378,6 +392,7 @@ macro_rules! ops_half {
         }
         impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = <$t>::from_f32(acc.to_f32() * u.to_f32()) }
+            fn one() -> Self { <$t>::ONE }
         }
         impl Order for $t {
             #[inline] fn max(acc: &mut Self, u: &Self) { *acc = ieee::maximum(*acc, *u) }
@@ -407,6 +422,9 @@ impl Product for bool {
     fn mul(acc: &mut Self, u: &Self) {
         *acc &= *u
     }
+    fn one() -> Self {
+        true
+    }
 }
 impl Order for bool {
     #[inline]
@@ -427,6 +445,7 @@ macro_rules! reduce_complex {
         }
         impl Product for $t {
             #[inline] fn mul(acc: &mut Self, u: &Self) { *acc *= *u }
+            fn one() -> Self { <$t>::new(1.0, 0.0) }
         }
         impl Average for $t {
             #[inline] fn average(acc: &mut Self, count: u64) { *acc /= count as $real }

@@ -416,3 +416,38 @@ fn scatter_reduce_is_identical_for_every_thread_count() {
         }
     }
 }
+
+/// Segment reductions split the output rows among tasks: the same bits for
+/// every thread count, aggregate and segment shape (long and empty
+/// segments, one column and many), with the winning rows of amax/amin.
+#[test]
+fn segment_reductions_are_identical_for_every_thread_count() {
+    use gatherscatter::{Aggregate, SegmentCoo, SegmentCsr};
+    for (shape, segments) in [(vec![200_000], 1000usize), (vec![3_000, 64], 37)] {
+        let len: usize = shape.iter().product();
+        let src = Tensor::new(shape.clone(), floats(len, 7)).unwrap();
+        let rows = shape[0];
+        // Uneven segments, some empty: boundaries at squares.
+        let mut indptr: Vec<i64> = (0..=segments)
+            .map(|s| ((s * s) as f64 / (segments * segments) as f64 * rows as f64) as i64)
+            .collect();
+        indptr[segments / 2 + 1] = indptr[segments / 2];
+        let ids: Vec<i64> = (0..rows)
+            .map(|r| indptr.partition_point(|&b| b <= r as i64) as i64 - 1)
+            .collect();
+        let (indptr, ids) = (Tensor::from_vec(indptr), Tensor::from_vec(ids));
+        for reduce in Aggregate::ALL {
+            let csr = SegmentCsr::new(reduce);
+            let coo = SegmentCoo::new(reduce).segments(segments);
+            let once = same_for_every_thread_count(|| csr.run(&src, &indptr).unwrap());
+            // Debug text, so that NaN matches NaN.
+            let from_ids = coo.run(&src, &ids).unwrap();
+            assert_eq!(format!("{from_ids:?}"), format!("{once:?}"), "{reduce}");
+            if matches!(reduce, Aggregate::Amax | Aggregate::Amin) {
+                same_for_every_thread_count(|| {
+                    Tensor::from(csr.run_with_arg(&src, &indptr).unwrap().1)
+                });
+            }
+        }
+    }
+}

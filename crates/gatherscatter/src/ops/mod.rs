@@ -9,6 +9,7 @@ pub mod op;
 pub mod scatter_elements;
 pub mod scatter_nd;
 pub mod scatter_reduce;
+pub mod segment;
 pub mod tensor_scatter;
 
 use crate::display::Dims;

@@ -10,6 +10,7 @@ use crate::ops::gather_nd::GatherND;
 use crate::ops::scatter_elements::ScatterElements;
 use crate::ops::scatter_nd::ScatterND;
 use crate::ops::scatter_reduce::ScatterReduce;
+use crate::ops::segment::{SegmentCoo, SegmentCsr};
 use crate::ops::tensor_scatter::TensorScatter;
 use crate::tensor::Tensor;
 use crate::tensor_view::{TensorView, TensorViewMut};
@@ -45,12 +46,16 @@ pub enum Op {
     TensorScatter(TensorScatter),
     /// [`ScatterReduce`] (PyTorch's `scatter_reduce`, not an ONNX operator).
     ScatterReduce(ScatterReduce),
+    /// [`SegmentCsr`] (pytorch_scatter's `segment_csr`).
+    SegmentCsr(SegmentCsr),
+    /// [`SegmentCoo`] (pytorch_scatter's `segment_coo`).
+    SegmentCoo(SegmentCoo),
 }
 
 impl Op {
     /// Every operator's name (the ONNX name where ONNX has the operator),
     /// in this list's order.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 9] = [
         "Gather",
         "GatherElements",
         "ScatterElements",
@@ -58,6 +63,8 @@ impl Op {
         "ScatterND",
         "TensorScatter",
         "ScatterReduce",
+        "SegmentCsr",
+        "SegmentCoo",
     ];
 
     /// The name (`"GatherElements"`).
@@ -75,6 +82,8 @@ impl Op {
             "scatter-nd",
             "tensor-scatter",
             "scatter-reduce",
+            "segment-csr",
+            "segment-coo",
         ][self.position()]
     }
 
@@ -87,6 +96,8 @@ impl Op {
                 &["data", "indices", "updates"]
             }
             Op::TensorScatter(_) => &["past_cache", "update", "write_indices"],
+            Op::SegmentCsr(_) => &["src", "indptr"],
+            Op::SegmentCoo(_) => &["src", "index"],
         }
     }
 
@@ -107,6 +118,8 @@ impl Op {
             Op::ScatterND(_) => 4,
             Op::TensorScatter(_) => 5,
             Op::ScatterReduce(_) => 6,
+            Op::SegmentCsr(_) => 7,
+            Op::SegmentCoo(_) => 8,
         }
     }
 
@@ -123,6 +136,8 @@ impl Op {
             Op::ScatterND(op) => op.run(i(0), i(1), i(2)),
             Op::TensorScatter(op) => op.run(i(0), i(1), inputs.get(2).copied()),
             Op::ScatterReduce(op) => op.run(i(0), i(1), i(2)),
+            Op::SegmentCsr(op) => op.run(i(0), i(1)),
+            Op::SegmentCoo(op) => op.run(i(0), i(1)),
         }
     }
 
@@ -157,6 +172,8 @@ impl Op {
             Op::ScatterND(op) => op.run_into(i(0), i(1), i(2), out),
             Op::TensorScatter(op) => op.run_into(i(0), i(1), inputs.get(2).copied(), out),
             Op::ScatterReduce(op) => op.run_into(i(0), i(1), i(2), out),
+            Op::SegmentCsr(op) => op.run_into(i(0), i(1), out),
+            Op::SegmentCoo(op) => op.run_into(i(0), i(1), out),
         }
     }
 
@@ -196,14 +213,16 @@ from_builder!(
     GatherND,
     ScatterND,
     TensorScatter,
-    ScatterReduce
+    ScatterReduce,
+    SegmentCsr,
+    SegmentCoo
 );
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn every_op() -> [Op; 7] {
+    fn every_op() -> [Op; 9] {
         [
             Gather::new(0).into(),
             GatherElements::new(0).into(),
@@ -212,6 +231,8 @@ mod tests {
             ScatterND::new().into(),
             TensorScatter::new().into(),
             ScatterReduce::new(0, crate::Aggregate::Sum).into(),
+            SegmentCsr::new(crate::Aggregate::Sum).into(),
+            SegmentCoo::new(crate::Aggregate::Sum).into(),
         ]
     }
 
@@ -225,6 +246,8 @@ mod tests {
             ("ScatterND", "scatter-nd"),
             ("TensorScatter", "tensor-scatter"),
             ("ScatterReduce", "scatter-reduce"),
+            ("SegmentCsr", "segment-csr"),
+            ("SegmentCoo", "segment-coo"),
         ];
         for (op, (name, command)) in every_op().iter().zip(expected) {
             assert_eq!((op.name(), op.command()), (name, command));

@@ -379,6 +379,8 @@ pub trait RefReduce: FromSeed {
     fn mean(sum: &Self, count: u64) -> Option<Self>;
     /// Bitwise equality, except that any NaN equals any NaN (payloads are not specified).
     fn same(a: &Self, b: &Self) -> bool;
+    /// The product's identity (strings, which have no product: empty).
+    fn one() -> Self;
 }
 
 macro_rules! ref_int {
@@ -398,6 +400,7 @@ macro_rules! ref_int {
             Some(quotient as $t)
         }
         fn same(a: &Self, b: &Self) -> bool { a == b }
+        fn one() -> Self { 1 }
     })*};
 }
 ref_int!(i8, i16, i32, i64, u8, u16, u32, u64);
@@ -416,6 +419,9 @@ impl RefReduce for bool {
     }
     fn same(a: &Self, b: &Self) -> bool {
         a == b
+    }
+    fn one() -> Self {
+        true
     }
 }
 
@@ -464,6 +470,9 @@ macro_rules! ref_float {
             fn same(a: &Self, b: &Self) -> bool {
                 let (x, y): (f64, f64) = ($to(*a), $to(*b));
                 (x.is_nan() && y.is_nan()) || $bits(*a) == $bits(*b)
+            }
+            fn one() -> Self {
+                $from(1.0, 1.0, |x: f64, y: f64| x * y)
             }
         }
     };
@@ -523,6 +532,7 @@ macro_rules! ref_complex {
             let eq = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits();
             eq(a.re as f64, b.re as f64) && eq(a.im as f64, b.im as f64)
         }
+        fn one() -> Self { <$t>::new(1.0, 0.0) }
     })*};
 }
 ref_complex!(Complex32, Complex64);
@@ -554,6 +564,9 @@ impl RefReduce for String {
     }
     fn same(a: &Self, b: &Self) -> bool {
         a == b
+    }
+    fn one() -> Self {
+        String::new()
     }
 }
 
@@ -753,4 +766,58 @@ pub fn reference_tensor_scatter<T: Clone>(
         }
     }
     Some(out)
+}
+
+/// The segment reductions' formula: output element `p` (of `src`'s shape
+/// with the axis replaced by `segments`) folds, with the reduction `step`,
+/// the values `src[p with p[axis] := r]` for the rows `r` that
+/// `members(p[..axis], p[axis])` lists in ascending order (a mean then
+/// divides by their count); a segment without rows gets `fill`.
+/// `None` when the dtype lacks the aggregate.
+#[allow(clippy::too_many_arguments)]
+pub fn reference_segment<T: RefReduce>(
+    src: &[T],
+    src_shape: &[usize],
+    axis: usize,
+    segments: usize,
+    members: impl Fn(&[usize], usize) -> Vec<usize>,
+    step: &str,
+    mean: bool,
+    fill: &T,
+) -> Option<(Vec<usize>, Vec<T>)> {
+    let mut out_shape = src_shape.to_vec();
+    out_shape[axis] = segments;
+    let mut out = Vec::new();
+    for p in coordinates(&out_shape) {
+        let rows = members(&p[..axis], p[axis]);
+        let value = |r: usize| {
+            let mut at = p.clone();
+            at[axis] = r;
+            src[offset(&at, src_shape)].clone()
+        };
+        let Some((&first, rest)) = rows.split_first() else {
+            out.push(fill.clone());
+            continue;
+        };
+        let mut acc = value(first);
+        for &r in rest {
+            acc = T::reduce(step, &acc, &value(r))?;
+        }
+        if mean {
+            acc = T::mean(&acc, rows.len() as u64)?;
+        }
+        out.push(acc);
+    }
+    Some((out_shape, out))
+}
+
+/// The position in a boundary tensor of leading shape `lead_shape` that
+/// serves the slab at `slab` (a dim of size 1 broadcasts).
+pub fn broadcast_row(slab: &[usize], lead_shape: &[usize]) -> usize {
+    let at: Vec<usize> = slab
+        .iter()
+        .zip(lead_shape)
+        .map(|(&c, &n)| if n == 1 { 0 } else { c })
+        .collect();
+    offset(&at, lead_shape)
 }

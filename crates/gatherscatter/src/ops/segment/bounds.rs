@@ -1,0 +1,229 @@
+//! Segment boundaries: `indptr` checked, or a sorted segment `index` turned
+//! into the same form, before anything is written.
+//!
+//! Both give, for each row of the boundary tensor, `segments + 1`
+//! non-decreasing row numbers `b` of `src` along the axis: segment `s`
+//! is rows `b[s]..b[s + 1]`.
+
+use crate::display::Dims;
+use crate::error::format_position;
+use crate::error::{Error, Result};
+use crate::index::IndexElement;
+use crate::shape::{strides, unravel};
+
+/// The checked boundaries, and how a slab of `src` (a position in the dims
+/// before the axis) finds its row of them.
+pub(crate) struct Bounds {
+    /// Segments per row.
+    pub segments: usize,
+    /// `rows × (segments + 1)` boundaries.
+    flat: Vec<usize>,
+    /// The dims of `src` before the axis.
+    slab_shape: Vec<usize>,
+    /// Per dim before the axis: the boundary rows' stride, or 0 where the
+    /// boundary tensor has size 1 there (broadcast).
+    row_strides: Vec<usize>,
+}
+
+impl Bounds {
+    /// The boundaries of slab `slab` (a flat position in `src`'s dims
+    /// before the axis).
+    pub fn of_slab(&self, slab: usize) -> &[usize] {
+        let mut row = 0;
+        let mut rest = slab;
+        for (&size, &stride) in self.slab_shape.iter().zip(&self.row_strides).rev() {
+            row += (rest % size) * stride;
+            rest /= size;
+        }
+        let width = self.segments + 1;
+        &self.flat[row * width..(row + 1) * width]
+    }
+}
+
+/// The dims of a boundary tensor before its last must each equal `src`'s
+/// or be 1 (broadcast, as pytorch_scatter).
+fn check_leading(what: &str, shape: &[usize], src_shape: &[usize]) -> Result<Vec<usize>> {
+    let axis = shape.len() - 1;
+    let row_shape = &shape[..axis];
+    let row_strides = strides(row_shape);
+    let mut broadcast = Vec::with_capacity(axis);
+    for (d, (&given, &src)) in row_shape.iter().zip(src_shape).enumerate() {
+        if given != src && given != 1 {
+            return Err(Error::shape(format!(
+                "{what} dimension {d} is {given}, but src's is {src}; the dims of {what} before its last must equal src's or be 1 ({what} shape {}, src shape {})",
+                Dims(shape),
+                Dims(src_shape)
+            )));
+        }
+        broadcast.push(if given == 1 { 0 } else { row_strides[d] });
+    }
+    Ok(broadcast)
+}
+
+/// The rank rule both forms share: `1 <= rank <= src's rank`.
+pub(crate) fn check_rank(what: &'static str, rank: usize, src_rank: usize) -> Result<()> {
+    if rank == 0 || rank > src_rank {
+        return Err(Error::RankMismatch {
+            what,
+            actual: rank,
+            expected: format!(
+                "a rank from 1 to src's rank {src_rank} is required (its last dim is the segment axis)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `indptr` (shape `[..., segments + 1]`) checked: every entry in
+/// `[0, rows]` and non-decreasing along the last dim.
+pub(crate) fn from_indptr<I: IndexElement>(
+    indptr: &[I],
+    shape: &[usize],
+    src_shape: &[usize],
+) -> Result<Bounds> {
+    check_rank("indptr", shape.len(), src_shape.len())?;
+    let axis = shape.len() - 1;
+    let rows = src_shape[axis];
+    let width = shape[axis];
+    if width == 0 {
+        return Err(Error::segments(format!(
+            "indptr has shape {}: its last dim is empty, but it needs segments + 1 >= 1 entries",
+            Dims(shape)
+        )));
+    }
+    let row_strides = check_leading("indptr", shape, src_shape)?;
+    let mut flat = Vec::new();
+    flat.try_reserve_exact(indptr.len())
+        .map_err(|_| Error::Allocation {
+            elements: indptr.len(),
+            dtype: crate::DType::U64,
+        })?;
+    for (at, &value) in indptr.iter().enumerate() {
+        let v = value.to_i128();
+        let position = || format_position(&unravel(at, shape));
+        let b = usize::try_from(v)
+            .ok()
+            .filter(|&b| b <= rows)
+            .ok_or_else(|| {
+                Error::segments(format!(
+                "indptr{} = {v} is out of range [0, {rows}]: src has {rows} rows along axis {axis}",
+                position()
+            ))
+            })?;
+        if at % width > 0 {
+            let before = flat[at - 1];
+            if b < before {
+                return Err(Error::segments(format!(
+                    "indptr decreases at indptr{}: {v} after {before}; it must be non-decreasing",
+                    position()
+                )));
+            }
+        }
+        flat.push(b);
+    }
+    Ok(Bounds {
+        segments: width - 1,
+        flat,
+        slab_shape: src_shape[..axis].to_vec(),
+        row_strides,
+    })
+}
+
+/// A sorted segment `index` (shape `[..., rows]`, one segment id per row of
+/// `src` along the axis) as boundaries: ids in `[0, segments)` (when
+/// `segments` is `None`, the largest id + 1), non-decreasing along the last
+/// dim.
+pub(crate) fn from_index<I: IndexElement>(
+    index: &[I],
+    shape: &[usize],
+    src_shape: &[usize],
+    segments: Option<usize>,
+) -> Result<Bounds> {
+    check_rank("index", shape.len(), src_shape.len())?;
+    let axis = shape.len() - 1;
+    let rows = src_shape[axis];
+    if shape[axis] != rows {
+        return Err(Error::shape(format!(
+            "index dimension {axis} is {}, but src's is {rows}; index needs one segment id per row of src along axis {axis} (index shape {}, src shape {})",
+            shape[axis],
+            Dims(shape),
+            Dims(src_shape)
+        )));
+    }
+    let row_strides = check_leading("index", shape, src_shape)?;
+    // Every id checked before any is used: sign and order first, then the
+    // count (which, unless given, is the largest id + 1).
+    let mut largest: Option<i128> = None;
+    for (at, &id) in index.iter().enumerate() {
+        let v = id.to_i128();
+        let position = || format_position(&unravel(at, shape));
+        if v < 0 {
+            return Err(Error::segments(format!(
+                "index{} = {v} is negative; segment ids are >= 0",
+                position()
+            )));
+        }
+        if at % rows > 0 {
+            let before = index[at - 1].to_i128();
+            if v < before {
+                return Err(Error::segments(format!(
+                    "index is not sorted: index{} = {v} after {before}; segment_coo needs ids non-decreasing along the last dim",
+                    position()
+                )));
+            }
+        }
+        largest = largest.max(Some(v));
+    }
+    let segments = match segments {
+        Some(count) => {
+            if let Some(at) = index.iter().position(|id| id.to_i128() >= count as i128) {
+                return Err(Error::segments(format!(
+                    "index{} = {} is out of range [0, {}]: there are {count} segments",
+                    format_position(&unravel(at, shape)),
+                    index[at].to_i128(),
+                    count as i128 - 1
+                )));
+            }
+            count
+        }
+        None => usize::try_from(largest.map_or(0, |v| v + 1)).map_err(|_| {
+            Error::segments(format!(
+                "index holds {}, too large a segment count",
+                largest.unwrap_or(0)
+            ))
+        })?,
+    };
+    let width = segments
+        .checked_add(1)
+        .ok_or_else(|| Error::segments("the segment count overflows usize"))?;
+    let boundary_rows = index.len().checked_div(rows).unwrap_or_else(|| {
+        // No rows: one boundary row per position in the leading dims.
+        shape[..axis].iter().product()
+    });
+    let total = boundary_rows
+        .checked_mul(width)
+        .ok_or_else(|| Error::segments("the segment boundaries overflow usize"))?;
+    let mut flat = Vec::new();
+    flat.try_reserve_exact(total)
+        .map_err(|_| Error::Allocation {
+            elements: total,
+            dtype: crate::DType::U64,
+        })?;
+    for r in 0..boundary_rows {
+        let ids = &index[r * rows..(r + 1) * rows];
+        // b[s] = the first row whose id is at least s (the ids are sorted).
+        let mut row = 0;
+        for s in 0..=segments {
+            while row < rows && ids[row].to_i128() < s as i128 {
+                row += 1;
+            }
+            flat.push(row);
+        }
+    }
+    Ok(Bounds {
+        segments,
+        flat,
+        slab_shape: src_shape[..axis].to_vec(),
+        row_strides,
+    })
+}

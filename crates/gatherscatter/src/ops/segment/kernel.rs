@@ -1,0 +1,144 @@
+//! The segment kernels: each output row is one segment of `src` rows
+//! folded in ascending order, so a task owns whole output rows and results
+//! are bit-identical for any thread count.
+
+use super::bounds::Bounds;
+use crate::dtype::Element;
+use crate::mem::parallel;
+use crate::reduction::Combine;
+
+/// `src` as `[slabs, rows, inner]` (the dims before the axis, the axis, the
+/// dims after it); the output is `[slabs, segments, inner]`.
+#[derive(Clone, Copy)]
+pub(crate) struct Layout {
+    pub rows: usize,
+    pub inner: usize,
+}
+
+/// Tasks get whole output rows (a segment's `inner` elements): the chunk
+/// length in elements for `out_len` output elements.
+fn chunk_len(layout: Layout, out_len: usize, bytes: usize) -> usize {
+    let out_rows = out_len.checked_div(layout.inner).unwrap_or(0);
+    let tasks = parallel::tasks(bytes, out_rows.max(1));
+    out_rows.div_ceil(tasks).max(1) * layout.inner
+}
+
+/// The `src` rows of output row `g` (slab `g / segments`): its first row
+/// number along the axis, its elements and how many rows they are.
+fn segment_of<'s, T>(
+    src: &'s [T],
+    layout: Layout,
+    bounds: &Bounds,
+    g: usize,
+) -> (usize, &'s [T], usize) {
+    let (slab, s) = (g / bounds.segments, g % bounds.segments);
+    let b = bounds.of_slab(slab);
+    let (first, end) = (b[s], b[s + 1]);
+    let base = slab * layout.rows * layout.inner;
+    let rows = &src[base + first * layout.inner..base + end * layout.inner];
+    (first, rows, end - first)
+}
+
+/// `out[g] = C`-fold of segment `g`'s rows, then `C`'s finish with the row
+/// count; an empty segment gets `empty`.
+pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>>(
+    src: &[T],
+    layout: Layout,
+    bounds: &Bounds,
+    empty: &T,
+    out: &mut [T],
+) {
+    if out.is_empty() {
+        return;
+    }
+    let bytes = std::mem::size_of_val(src) + std::mem::size_of_val(out);
+    let chunk = chunk_len(layout, out.len(), bytes);
+    let inner = layout.inner;
+    parallel::for_each_chunk(out, chunk, |task, part| {
+        let first_row = task * chunk / inner;
+        for (k, acc) in part.chunks_exact_mut(inner).enumerate() {
+            let (_, rows, count) = segment_of(src, layout, bounds, first_row + k);
+            if count == 0 {
+                acc.fill(empty.clone());
+                continue;
+            }
+            let (head, rest) = rows.split_at(inner);
+            if inner == 1 {
+                // One column: a plain fold, the accumulator in a register.
+                let mut value = head[0].clone();
+                for u in rest {
+                    C::combine(&mut value, u);
+                }
+                acc[0] = value;
+            } else {
+                // Row by row, so each row is one streaming read and the
+                // column loop vectorizes where the combine does.
+                acc.clone_from_slice(head);
+                for row in rest.chunks_exact(inner) {
+                    for (a, u) in acc.iter_mut().zip(row) {
+                        C::combine(a, u);
+                    }
+                }
+            }
+            if C::FINISHES {
+                for a in acc.iter_mut() {
+                    C::finish(a, count as u64);
+                }
+            }
+        }
+    });
+}
+
+/// For `amax`/`amin` whose `values` are computed: `arg[g]` = the row number
+/// along the axis of the first row of segment `g` that holds the value
+/// (NaN matches NaN, `-0.0` does not match `0.0`); `rows` (one past the
+/// last) for an empty segment.
+pub(crate) fn arg<T: Element>(
+    src: &[T],
+    layout: Layout,
+    bounds: &Bounds,
+    values: &[T],
+    arg: &mut [i64],
+) {
+    if arg.is_empty() {
+        return;
+    }
+    let bytes = std::mem::size_of_val(src) + std::mem::size_of_val(arg);
+    let chunk = chunk_len(layout, arg.len(), bytes);
+    let inner = layout.inner;
+    let none = layout.rows as i64;
+    parallel::for_each_chunk(arg, chunk, |task, part| {
+        let first_row = task * chunk / inner;
+        for (k, found) in part.chunks_exact_mut(inner).enumerate() {
+            let g = first_row + k;
+            let (first, rows, _) = segment_of(src, layout, bounds, g);
+            let value = &values[g * inner..(g + 1) * inner];
+            found.fill(none);
+            for (r, row) in rows.chunks_exact(inner).enumerate() {
+                for ((slot, v), x) in found.iter_mut().zip(value).zip(row) {
+                    if *slot == none && same(x, v) {
+                        *slot = (first + r) as i64;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Whether `a` is `b`: the same bytes, or both NaN (a fold may quiet a
+/// NaN's payload); `==` for bool and strings.
+fn same<T: Element>(a: &T, b: &T) -> bool {
+    match (
+        T::as_bytes(std::slice::from_ref(a)),
+        T::as_bytes(std::slice::from_ref(b)),
+    ) {
+        (Some(x), Some(y)) => x == y || (is_nan(a) && is_nan(b)),
+        _ => a == b,
+    }
+}
+
+/// NaN is the one value not equal to itself.
+#[allow(clippy::eq_op)]
+fn is_nan<T: PartialEq>(x: &T) -> bool {
+    x != x
+}
