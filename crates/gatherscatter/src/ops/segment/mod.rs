@@ -384,6 +384,11 @@ impl SegmentCoo {
         self
     }
 
+    /// The segment count set by [`SegmentCoo::segments`], if any.
+    pub fn segment_count(&self) -> Option<usize> {
+        self.segments
+    }
+
     fn bounds<I: IndexElement>(
         &self,
         src_shape: &[usize],
