@@ -81,6 +81,18 @@ fn same_file(_: &Metadata, _: &Metadata) -> bool {
     false
 }
 
+/// Whether two output paths name the same file, however spelled (`./`,
+/// `..`, a symlink, another hard link of an existing file).
+pub fn same_output(a: &Path, b: &Path) -> bool {
+    if resolved(a) == resolved(b) {
+        return true;
+    }
+    matches!(
+        (std::fs::metadata(a), std::fs::metadata(b)),
+        (Ok(x), Ok(y)) if same_file(&x, &y)
+    )
+}
+
 /// Refuse an output path that names one of `inputs`, however spelled
 /// (`./`, `..`, a symlink to it, or another hard link of the same file),
 /// and an existing output that is not a regular file or a symlink.

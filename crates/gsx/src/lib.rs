@@ -10,5 +10,6 @@ pub mod error;
 pub mod files;
 pub mod npy;
 pub mod reuse;
+pub mod scalar;
 
 pub use error::CliError;

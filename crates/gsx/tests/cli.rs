@@ -942,3 +942,60 @@ fn scatter_reduce_runs_pytorchs_example_and_refuses_onnx_profiles() {
     args.extend(["--reduce", "median", "-o", path_str(&out_path)]);
     assert!(!gsx(&args).status.success());
 }
+
+/// `gsx segment-csr` / `segment-coo` on .npy files: the values, `--fill` in
+/// src's dtype, the winning rows with `--arg-output`, and bad boundaries
+/// refused with nothing written.
+#[test]
+fn segment_subcommands_reduce_write_winning_rows_and_refuse_bad_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, tensor: Tensor| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, npy::encode(&tensor).unwrap()).unwrap();
+        path
+    };
+    let src = write(
+        "src.npy",
+        Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0]),
+    );
+    let indptr = write("indptr.npy", Tensor::from_vec(vec![0i64, 2, 2, 5]));
+    let ids = write("ids.npy", Tensor::from_vec(vec![0u8, 0, 2, 2, 2]));
+    let (out, arg) = (dir.path().join("out.npy"), dir.path().join("arg.npy"));
+    let run = |command: &str, boundaries: &Path, flags: &[&str]| {
+        let mut args = vec![command, path_str(&src), path_str(boundaries)];
+        args.extend(flags);
+        args.extend(["-o", path_str(&out)]);
+        gsx(&args)
+    };
+    assert_success(&run("segment-csr", &indptr, &[]));
+    assert_eq!(read_tensor(&out), Tensor::from_vec(vec![3.0f32, 0.0, 12.0]));
+    let flags = [
+        "--reduce",
+        "max",
+        "--fill",
+        "-inf",
+        "--arg-output",
+        path_str(&arg),
+    ];
+    assert_success(&run("segment-coo", &ids, &flags));
+    assert_eq!(
+        read_tensor(&out),
+        Tensor::from_vec(vec![2.0f32, f32::NEG_INFINITY, 5.0])
+    );
+    assert_eq!(read_tensor(&arg), Tensor::from_vec(vec![1i64, 5, 4]));
+    // A fill the dtype cannot hold, winning rows of a sum: refused.
+    let failed = run("segment-csr", &indptr, &["--fill", "x"]);
+    expect_failure(&failed, 1, "bad_attribute");
+    let failed = run("segment-csr", &indptr, &["--arg-output", path_str(&arg)]);
+    expect_failure(&failed, 1, "bad_reduction");
+    // Decreasing boundaries: an error naming the entry, no output written.
+    std::fs::remove_file(&out).unwrap();
+    let bad = write("bad.npy", Tensor::from_vec(vec![0i64, 3, 2]));
+    let failed = run("segment-csr", &bad, &[]);
+    expect_failure(&failed, 1, "bad_segments");
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("indptr decreases at indptr[2]"));
+    assert!(!out.exists());
+    // The argument output may not replace an input or the output.
+    let flags = ["--reduce", "max", "--arg-output", path_str(&out)];
+    expect_failure(&run("segment-csr", &indptr, &flags), 2, "usage");
+}

@@ -46,6 +46,12 @@ pub enum Command {
     /// ScatterReduce (PyTorch's scatter_reduce): a copy of data with the
     /// updates aimed at each element aggregated (sum, prod, mean, amax, amin).
     ScatterReduce(ScatterReduceArgs),
+    /// segment_csr (pytorch_scatter): src reduced over the row ranges indptr
+    /// gives along axis rank(indptr) - 1.
+    SegmentCsr(SegmentCsrArgs),
+    /// segment_coo (pytorch_scatter): src reduced over the rows sharing a
+    /// sorted segment id along axis rank(index) - 1.
+    SegmentCoo(SegmentCooArgs),
     /// Run ONNX backend-test directories (or the built-in corpus) and compare.
     Conformance(conformance::ConformanceArgs),
 }
@@ -145,6 +151,54 @@ pub struct ScatterReduceArgs {
     pub common: CommonArgs,
 }
 
+/// The options both segment subcommands take.
+#[derive(Debug, Args)]
+pub struct SegmentArgs {
+    /// How a segment's rows aggregate: sum, prod, mean, amax (max), amin (min).
+    #[arg(long, default_value = "sum", value_parser = parse_aggregate)]
+    pub reduce: Aggregate,
+    /// The value of empty segments, in src's dtype (default: 1 for prod, else 0).
+    #[arg(long, allow_hyphen_values = true)]
+    pub fill: Option<String>,
+    /// Also write each value's row along the axis (amax/amin only; int64;
+    /// an empty segment's is the row count).
+    #[arg(long, value_name = "FILE")]
+    pub arg_output: Option<PathBuf>,
+}
+
+/// `gsx segment-csr`.
+#[derive(Debug, Args)]
+pub struct SegmentCsrArgs {
+    /// The tensor to reduce (never modified).
+    pub src: PathBuf,
+    /// Integer boundaries [..., segments + 1], non-decreasing in [0, rows].
+    pub indptr: PathBuf,
+    /// Aggregate, fill and argument output.
+    #[command(flatten)]
+    pub segment: SegmentArgs,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `gsx segment-coo`.
+#[derive(Debug, Args)]
+pub struct SegmentCooArgs {
+    /// The tensor to reduce (never modified).
+    pub src: PathBuf,
+    /// Integer segment ids [..., rows], sorted along the last dim, >= 0.
+    pub index: PathBuf,
+    /// The segment count (default: the largest id + 1).
+    #[arg(long)]
+    pub dim_size: Option<usize>,
+    /// Aggregate, fill and argument output.
+    #[command(flatten)]
+    pub segment: SegmentArgs,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 /// `gsx gather-nd`.
 #[derive(Debug, Args)]
 pub struct GatherNdArgs {
@@ -229,5 +283,7 @@ pub fn execute(cli: Cli) -> Result<(), crate::CliError> {
         Command::ScatterNd(args) => ops::scatter_nd(&args),
         Command::TensorScatter(args) => ops::tensor_scatter(&args),
         Command::ScatterReduce(args) => ops::scatter_reduce(&args),
+        Command::SegmentCsr(args) => ops::segment_csr(&args),
+        Command::SegmentCoo(args) => ops::segment_coo(&args),
     }
 }

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use gatherscatter::{
-    Gather, GatherElements, GatherND, Op, ScatterElements, ScatterND, ScatterReduce, TensorScatter,
-    TensorView,
+    Gather, GatherElements, GatherND, Op, ScatterElements, ScatterND, ScatterReduce, SegmentCoo,
+    SegmentCsr, Tensor, TensorScatter, TensorView,
 };
 
 use super::{
     CommonArgs, ElementsArgs, GatherArgs, GatherNdArgs, ScatterElementsArgs, ScatterNdArgs,
-    ScatterReduceArgs, TensorScatterArgs,
+    ScatterReduceArgs, SegmentArgs, SegmentCooArgs, SegmentCsrArgs, TensorScatterArgs,
 };
 use crate::error::CliError;
 use crate::files;
@@ -51,6 +51,72 @@ pub fn scatter_reduce(args: &ScatterReduceArgs) -> Result<(), CliError> {
         &[&args.data, &args.indices, &args.updates],
         &args.common,
     )
+}
+
+/// `gsx segment-csr`.
+pub fn segment_csr(args: &SegmentCsrArgs) -> Result<(), CliError> {
+    let op = SegmentCsr::new(args.segment.reduce).profile(args.common.profile);
+    let paths = [&args.src, &args.indptr];
+    segment(&paths, &args.segment, &args.common, "segment-csr", |fill| {
+        Op::from(match fill {
+            Some(value) => op.clone().fill(value),
+            None => op.clone(),
+        })
+    })
+}
+
+/// `gsx segment-coo`.
+pub fn segment_coo(args: &SegmentCooArgs) -> Result<(), CliError> {
+    let mut op = SegmentCoo::new(args.segment.reduce).profile(args.common.profile);
+    if let Some(count) = args.dim_size {
+        op = op.segments(count);
+    }
+    let paths = [&args.src, &args.index];
+    segment(&paths, &args.segment, &args.common, "segment-coo", |fill| {
+        Op::from(match fill {
+            Some(value) => op.clone().fill(value),
+            None => op.clone(),
+        })
+    })
+}
+
+/// A segment reduction built by `build` with `--fill` read in src's dtype,
+/// and its winning rows too when `--arg-output` is given.
+fn segment(
+    paths: &[&PathBuf],
+    options: &SegmentArgs,
+    common: &CommonArgs,
+    command: &str,
+    build: impl Fn(Option<Tensor>) -> Op + Sync,
+) -> Result<(), CliError> {
+    let arg_output = options.arg_output.as_ref();
+    run_files(command, paths, common, arg_output, |views| {
+        let fill = match &options.fill {
+            Some(text) => Some(crate::scalar::parse(text, views[0].dtype()).map_err(|why| {
+                gatherscatter::Error::BadAttribute {
+                    message: format!("--fill {text}: {why}"),
+                }
+            })?),
+            None => None,
+        };
+        let op = build(fill);
+        if arg_output.is_none() {
+            return Ok(vec![op.run(views)?]);
+        }
+        let (values, arg) = match &op {
+            Op::SegmentCsr(csr) => csr.run_with_arg(views[0], views[1])?,
+            Op::SegmentCoo(coo) => coo.run_with_arg(views[0], views[1])?,
+            other => op_without_arg(other)?,
+        };
+        Ok(vec![values, arg.into()])
+    })
+}
+
+/// The error for an operator that names no winning rows.
+fn op_without_arg(op: &Op) -> gatherscatter::Result<(Tensor, gatherscatter::TypedTensor<i64>)> {
+    Err(gatherscatter::Error::BadAttribute {
+        message: format!("{} has no argument output", op.name()),
+    })
 }
 
 /// `gsx gather-nd`.
@@ -120,15 +186,39 @@ pub fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, f: impl FnOnce() -> R 
 }
 
 fn execute(op: Op, paths: &[&PathBuf], common: &CommonArgs) -> Result<(), CliError> {
+    run_files(op.command(), paths, common, None, |views| {
+        Ok(vec![op.run(views)?])
+    })
+}
+
+/// Load `paths`, run `call` on them (in the chosen pool) and write its
+/// results: the first to `--output`, the second to `second_output` when
+/// given; or time it with `--repeat`.
+fn run_files(
+    command: &str,
+    paths: &[&PathBuf],
+    common: &CommonArgs,
+    second_output: Option<&PathBuf>,
+    call: impl Fn(&[TensorView<'_>]) -> gatherscatter::Result<Vec<Tensor>> + Sync,
+) -> Result<(), CliError> {
     if common.output.is_none() && common.repeat.is_none() {
         return Err(CliError::usage(
             "give -o/--output FILE, or --repeat N to time the op without writing".into(),
         ));
     }
     let inputs: Vec<PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
-    if let Some(output) = &common.output {
-        // Before any work: a result that would replace an input is refused.
+    let outputs: Vec<&PathBuf> = common.output.iter().chain(second_output).collect();
+    // Before any work: a result that would replace an input is refused.
+    for output in &outputs {
         files::check_not_an_input(output, &inputs)?;
+    }
+    if let [first, second] = outputs[..] {
+        if files::same_output(first, second) {
+            return Err(CliError::usage(format!(
+                "{}: both results would be written to this file",
+                second.display()
+            )));
+        }
     }
     let tensors = inputs
         .iter()
@@ -140,23 +230,30 @@ fn execute(op: Op, paths: &[&PathBuf], common: &CommonArgs) -> Result<(), CliErr
     }
     let pool = thread_pool(common.threads)?;
     // The first call validates and is the warm-up of --repeat.
-    let result = in_pool(&pool, || op.run(&views))?;
-    if let Some(output) = &common.output {
-        files::save(output, &result, "output", &inputs)?;
-    }
+    let results = in_pool(&pool, || call(&views))?;
+    let named = [
+        (common.output.as_ref(), "output"),
+        (second_output, "arg_output"),
+    ];
+    let staged = named
+        .iter()
+        .zip(&results)
+        .filter_map(|((path, name), tensor)| path.map(|p| files::stage(p, tensor, name, &inputs)))
+        .collect::<Result<Vec<_>, _>>()?;
+    files::commit(staged)?;
     if let Some(repeat) = common.repeat {
-        drop(result);
+        drop(results);
         let mut times = Vec::new();
         for _ in 0..repeat {
             let start = Instant::now();
-            let out = in_pool(&pool, || op.run(&views))?;
+            let out = in_pool(&pool, || call(&views))?;
             times.push(start.elapsed().as_secs_f64());
             drop(out);
         }
         let threads = pool
             .as_ref()
             .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
-        println!("{}", timing_json(op.command(), threads, &times));
+        println!("{}", timing_json(command, threads, &times));
     }
     Ok(())
 }
