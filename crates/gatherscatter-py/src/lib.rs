@@ -13,7 +13,8 @@ use std::str::FromStr;
 
 use gatherscatter::{
     Aggregate, Gather, GatherElements, GatherND, Op, Profile, Reduction, ScatterElements,
-    ScatterMode, ScatterND, ScatterReduce, TensorScatter, TensorView,
+    ScatterMode, ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, Tensor, TensorScatter,
+    TensorView, TypedTensor,
 };
 use pyo3::prelude::*;
 
@@ -59,6 +60,12 @@ fn output_bytes_bound(op: &Op, views: &[TensorView<'_>]) -> usize {
         }
         (Op::GatherND(_), Some(indices)) => indices.len().saturating_mul(data.len()),
         (Op::GatherElements(_), Some(indices)) => indices.len(),
+        // One row of src per boundary: at most all of src per boundary.
+        (Op::SegmentCsr(_), Some(indptr)) => data.len().saturating_mul(indptr.len()),
+        // Without `dim_size` the count is the largest id + 1: unbounded here.
+        (Op::SegmentCoo(coo), _) => coo
+            .segment_count()
+            .map_or(usize::MAX, |n| data.len().saturating_mul(n.max(1))),
         _ => data.len(),
     };
     elements.saturating_mul(WIDEST)
@@ -123,6 +130,50 @@ fn run<'py>(
             Ok(out_obj.clone())
         }
     }
+}
+
+/// Run `op`'s `run_with_arg` on `inputs` (a segment reduction's `src` and
+/// boundaries): the values and the winning rows, as two arrays.
+fn run_with_arg<'py>(
+    py: Python<'py>,
+    op: &Op,
+    inputs: &[&Bound<'py, PyAny>],
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let held = inputs
+        .iter()
+        .zip(op.inputs())
+        .map(|(obj, name)| arrays::input(obj, name))
+        .collect::<PyResult<Vec<Input<'_>>>>()?;
+    let views = held
+        .iter()
+        .map(Input::view)
+        .collect::<PyResult<Vec<TensorView<'_>>>>()?;
+    let inline = views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES;
+    let pool = if inline {
+        threads::check(threads)?;
+        None
+    } else {
+        threads::pool(threads)?
+    };
+    let call = || -> gatherscatter::Result<(Tensor, TypedTensor<i64>)> {
+        match op {
+            Op::SegmentCsr(csr) => csr.run_with_arg(views[0], views[1]),
+            Op::SegmentCoo(coo) => coo.run_with_arg(views[0], views[1]),
+            other => Err(gatherscatter::Error::BadReduction {
+                message: format!("{} has no argument output", other.name()),
+            }),
+        }
+    };
+    let (values, arg) = work(py, inline, pool.as_deref(), call).map_err(to_py_err)?;
+    let values = arrays::result(py, values, held[0].str_type())?;
+    let arg = arrays::result(py, arg.into(), None)?;
+    Ok((values, arg).into_pyobject(py)?.into_any())
+}
+
+/// A one-value argument (a segment reduction's fill) as an owned tensor.
+fn value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
+    Ok(arrays::input(obj, what)?.view()?.to_owned())
 }
 
 /// Run `f` here when the call is small (`inline`), else without the GIL on
@@ -267,6 +318,62 @@ fn _scatter_reduce<'py>(
     let reduce = Aggregate::from_str(reduce).map_err(to_py_err)?;
     let op = ScatterReduce::new(axis, reduce).include_self(include_self);
     run(py, op.into(), &[data, indices, updates], out, threads)
+}
+
+/// pytorch_scatter's ``segment_csr``: ``src`` reduced over row ranges along
+/// axis ``indptr.ndim - 1``; segment ``s`` is rows ``indptr[..., s]`` to
+/// ``indptr[..., s + 1]``. The package's ``segment_csr`` wraps this.
+#[pyfunction]
+#[pyo3(signature = (src, indptr, reduce="sum", fill=None, return_arg=false, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn _segment_csr<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    indptr: &Bound<'py, PyAny>,
+    reduce: &str,
+    fill: Option<&Bound<'py, PyAny>>,
+    return_arg: bool,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut op = SegmentCsr::new(Aggregate::from_str(reduce).map_err(to_py_err)?);
+    if let Some(fill) = fill {
+        op = op.fill(value(fill, "fill")?);
+    }
+    if return_arg {
+        return run_with_arg(py, &op.into(), &[src, indptr], threads);
+    }
+    run(py, op.into(), &[src, indptr], out, threads)
+}
+
+/// pytorch_scatter's ``segment_coo``: ``src`` reduced over the rows sharing
+/// a sorted segment id along axis ``index.ndim - 1``. The package's
+/// ``segment_coo`` wraps this.
+#[pyfunction]
+#[pyo3(signature = (src, index, reduce="sum", dim_size=None, fill=None, return_arg=false, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn _segment_coo<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    reduce: &str,
+    dim_size: Option<usize>,
+    fill: Option<&Bound<'py, PyAny>>,
+    return_arg: bool,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut op = SegmentCoo::new(Aggregate::from_str(reduce).map_err(to_py_err)?);
+    if let Some(count) = dim_size {
+        op = op.segments(count);
+    }
+    if let Some(fill) = fill {
+        op = op.fill(value(fill, "fill")?);
+    }
+    if return_arg {
+        return run_with_arg(py, &op.into(), &[src, index], threads);
+    }
+    run(py, op.into(), &[src, index], out, threads)
 }
 
 /// ONNX GatherND: each index tuple ``indices[b..., j..., :]`` (its last dim
@@ -429,6 +536,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scatter_nd, m)?)?;
     m.add_function(wrap_pyfunction!(tensor_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(_segment_csr, m)?)?;
+    m.add_function(wrap_pyfunction!(_segment_coo, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_nd_in_place, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;

@@ -1,6 +1,6 @@
 """Type stubs of gatherscatter (the Rust module and its numpy spellings)."""
 
-from typing import Any, List, Literal, Optional, Tuple, Union
+from typing import Any, List, Literal, Optional, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +13,7 @@ from ._errors import (
     OutOfBoundsError as OutOfBoundsError,
     OutOfMemoryError as OutOfMemoryError,
     ReductionError as ReductionError,
+    SegmentError as SegmentError,
     ShapeError as ShapeError,
     SizeOverflowError as SizeOverflowError,
     UnsupportedError as UnsupportedError,
@@ -62,6 +63,25 @@ def minimum_at(a: np.ndarray, indices: IndexLike, b: npt.ArrayLike) -> None: ...
 def scatter_reduce(input: npt.ArrayLike, dim: int, index: npt.ArrayLike, src: npt.ArrayLike,
                    reduce: Aggregate, *, include_self: bool = True,
                    out: Optional[np.ndarray] = None, threads: Optional[int] = None) -> np.ndarray: ...
+
+@overload
+def segment_csr(src: npt.ArrayLike, indptr: npt.ArrayLike, out: Optional[np.ndarray] = None,
+                reduce: Aggregate = "sum", *, fill: Any = None, return_arg: Literal[False] = False,
+                threads: Optional[int] = None) -> np.ndarray: ...
+@overload
+def segment_csr(src: npt.ArrayLike, indptr: npt.ArrayLike, out: None = None,
+                reduce: Aggregate = "sum", *, fill: Any = None, return_arg: Literal[True],
+                threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]: ...
+@overload
+def segment_coo(src: npt.ArrayLike, index: npt.ArrayLike, out: Optional[np.ndarray] = None,
+                dim_size: Optional[int] = None, reduce: Aggregate = "sum", *, fill: Any = None,
+                return_arg: Literal[False] = False,
+                threads: Optional[int] = None) -> np.ndarray: ...
+@overload
+def segment_coo(src: npt.ArrayLike, index: npt.ArrayLike, out: None = None,
+                dim_size: Optional[int] = None, reduce: Aggregate = "sum", *, fill: Any = None,
+                return_arg: Literal[True], threads: Optional[int] = None,
+                ) -> Tuple[np.ndarray, np.ndarray]: ...
 
 def set_num_threads(threads: int) -> None: ...
 def get_num_threads() -> int: ...

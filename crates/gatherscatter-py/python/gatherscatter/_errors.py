@@ -57,6 +57,13 @@ class ReductionError(Error, ValueError):
     kind = "bad_reduction"
 
 
+class SegmentError(Error, ValueError):
+    """Segment boundaries that describe no segments: an ``indptr`` that
+    decreases or leaves its axis, a segment ``index`` unsorted or negative."""
+
+    kind = "bad_segments"
+
+
 class SizeOverflowError(Error, ValueError):
     """A shape whose element count does not fit in memory addresses."""
 
@@ -83,6 +90,7 @@ _BY_KIND: Dict[str, Type[Error]] = {
     "bad_dtype": DTypeError,
     "bad_attribute": AttributeValueError,
     "bad_reduction": ReductionError,
+    "bad_segments": SegmentError,
     "size_overflow": SizeOverflowError,
     "out_of_memory": OutOfMemoryError,
     "unsupported": UnsupportedError,
