@@ -14,7 +14,8 @@ use arbitrary::{Result, Unstructured};
 use common::*;
 use gatherscatter::{
     Aggregate, DType, ErrorKind, FeatureLevel, Gather, GatherElements, GatherND, Op, Profile,
-    Reduction, ScatterElements, ScatterND, ScatterReduce, Tensor, TensorView,
+    Reduction, ScatterElements, ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, Tensor,
+    TensorView,
 };
 
 /// One decoded call.
@@ -282,6 +283,116 @@ fn run_scatter_reduce<T: RefReduce>(case: &Case) {
     );
 }
 
+fn run_segment<T: RefReduce>(case: &Case) {
+    let src = data_tensor(case.data_dtype, &case.data_shape, case.seed);
+    let before = src.clone();
+    let reduce = match case.reduction {
+        Reduction::Add => Aggregate::Sum,
+        Reduction::Mul => Aggregate::Prod,
+        Reduction::Max => Aggregate::Amax,
+        Reduction::Min => Aggregate::Amin,
+        _ => Aggregate::Mean,
+    };
+    let rank = case.indices_shape.len();
+    let axis = rank.saturating_sub(1);
+    let rows = case.data_shape.get(axis).copied().unwrap_or(0);
+    // The same values sorted along the last dim and clamped: boundaries in
+    // [0, rows] for csr, ids in [0, last dim] for coo.
+    let mut repaired = case.indices.clone();
+    let width = case.indices_shape.last().copied().unwrap_or(1).max(1);
+    for row in repaired.chunks_mut(width) {
+        for v in row.iter_mut() {
+            *v = (*v).clamp(0, rows as i128);
+        }
+        row.sort();
+    }
+    for values in [&case.indices, &repaired] {
+        let boundaries = if case.index_dtype.is_index_type() {
+            index_tensor(case.index_dtype, &case.indices_shape, values)
+        } else {
+            case.indices_tensor()
+        };
+        let lead = case.indices_shape[..axis.min(rank)].to_vec();
+        let csr = SegmentCsr::new(reduce).profile(case.profile);
+        let result = run_op(csr.clone(), &[&src, &boundaries]);
+        let members = |slab: &[usize], s: usize| -> Vec<usize> {
+            let row = broadcast_row(slab, &lead) * width;
+            (values[row + s] as usize..values[row + s + 1] as usize).collect()
+        };
+        check_segments::<T>(
+            result,
+            &src,
+            axis,
+            width.saturating_sub(1),
+            members,
+            reduce,
+            case,
+        );
+        let count = values
+            .iter()
+            .copied()
+            .max()
+            .map_or(0, |m| m.clamp(0, 64) as usize + 1);
+        let coo = SegmentCoo::new(reduce)
+            .profile(case.profile)
+            .segments(count);
+        let result = run_op(coo.clone(), &[&src, &boundaries]);
+        let members = |slab: &[usize], s: usize| -> Vec<usize> {
+            let row = broadcast_row(slab, &lead) * rows;
+            (0..rows)
+                .filter(|&r| values[row + r] == s as i128)
+                .collect()
+        };
+        check_segments::<T>(result, &src, axis, count, members, reduce, case);
+        if matches!(reduce, Aggregate::Amax | Aggregate::Amin) {
+            let views = [TensorView::from(&src), TensorView::from(&boundaries)];
+            if let (Ok(values), Ok((again, _))) = (
+                csr.run(views[0], views[1]),
+                csr.run_with_arg(views[0], views[1]),
+            ) {
+                assert_eq!(format!("{values:?}"), format!("{again:?}"), "{case:?}");
+            }
+        }
+    }
+    assert_eq!(
+        format!("{src:?}"),
+        format!("{before:?}"),
+        "src is never written"
+    );
+}
+
+/// A segment reduction's success must equal the formula over `members`.
+fn check_segments<T: RefReduce>(
+    result: gatherscatter::Result<Tensor>,
+    src: &Tensor,
+    axis: usize,
+    segments: usize,
+    members: impl Fn(&[usize], usize) -> Vec<usize>,
+    reduce: Aggregate,
+    case: &Case,
+) {
+    let Ok(out) = result else {
+        return;
+    };
+    let fill = if reduce == Aggregate::Prod {
+        T::one()
+    } else {
+        T::zero()
+    };
+    let (shape, expected) = reference_segment(
+        src.data::<T>().unwrap(),
+        &case.data_shape,
+        axis,
+        segments,
+        members,
+        aggregate_step(reduce),
+        reduce == Aggregate::Mean,
+        &fill,
+    )
+    .expect("a defined aggregate succeeded");
+    assert_same(&out, &shape, &expected, case);
+}
+
 fn run_scatter_elements<T: RefReduce>(case: &Case) {
     let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
     let before = data.clone();
@@ -397,6 +508,15 @@ pub fn fuzz_scatter_elements(bytes: &[u8]) {
 pub fn fuzz_scatter_reduce(bytes: &[u8]) {
     if let Ok(case) = Case::decode(&mut Unstructured::new(bytes), true, false) {
         for_dtype!(case.data_dtype, run_scatter_reduce(&case))
+    }
+}
+
+/// SegmentCsr and SegmentCoo on hostile boundaries, and on the same ones
+/// sorted and clamped into range (so that most calls succeed), every
+/// aggregate: a success must equal the formula, and `src` is never written.
+pub fn fuzz_segment(bytes: &[u8]) {
+    if let Ok(case) = Case::decode(&mut Unstructured::new(bytes), false, false) {
+        for_dtype!(case.data_dtype, run_segment(&case))
     }
 }
 
