@@ -110,6 +110,7 @@ pub use display::Dims;
 pub use dtype::{DType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use index::IndexElement;
+pub use ops::embedding_bag::{embedding_bag, EmbeddingBag};
 pub use ops::gather::{gather, Gather};
 pub use ops::gather_elements::{gather_elements, GatherElements};
 pub use ops::gather_nd::{gather_nd, GatherND};

@@ -451,3 +451,36 @@ fn segment_reductions_are_identical_for_every_thread_count() {
         }
     }
 }
+
+/// EmbeddingBag splits the bags among tasks: the same bits for every thread
+/// count and mode, with padding, per-sample weights and the winning rows.
+#[test]
+fn embedding_bag_is_identical_for_every_thread_count() {
+    use gatherscatter::{Aggregate, EmbeddingBag, TensorView};
+    let (rows, dim, n) = (5_000, 32, 60_000);
+    let weight = Tensor::new(vec![rows, dim], floats(rows * dim, 3)).unwrap();
+    let indices = Tensor::from_vec(indices(n, rows, 9));
+    // Bags of 0 to 6 entries.
+    let mut offsets = vec![0i64];
+    while *offsets.last().unwrap() < n as i64 {
+        let next = offsets.last().unwrap() + (offsets.len() as i64 * 5) % 7;
+        offsets.push(next.min(n as i64));
+    }
+    offsets.pop();
+    let offsets = Tensor::from_vec(offsets);
+    let psw = Tensor::from_vec(floats(n, 5));
+    for mode in Aggregate::ALL {
+        let op = EmbeddingBag::new(mode).padding_idx(17);
+        let weights = (mode == Aggregate::Sum).then(|| TensorView::from(&psw));
+        same_for_every_thread_count(|| {
+            op.run(&weight, &indices, Some((&offsets).into()), weights)
+                .unwrap()
+        });
+        if matches!(mode, Aggregate::Amax | Aggregate::Amin) {
+            same_for_every_thread_count(|| {
+                let run = op.run_with_arg(&weight, &indices, Some((&offsets).into()), None);
+                Tensor::from(run.unwrap().1)
+            });
+        }
+    }
+}

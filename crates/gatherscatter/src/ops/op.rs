@@ -4,6 +4,7 @@
 //! here and nowhere else.
 
 use crate::error::{Error, Result};
+use crate::ops::embedding_bag::EmbeddingBag;
 use crate::ops::gather::Gather;
 use crate::ops::gather_elements::GatherElements;
 use crate::ops::gather_nd::GatherND;
@@ -50,12 +51,14 @@ pub enum Op {
     SegmentCsr(SegmentCsr),
     /// [`SegmentCoo`] (pytorch_scatter's `segment_coo`).
     SegmentCoo(SegmentCoo),
+    /// [`EmbeddingBag`] (PyTorch's `embedding_bag`).
+    EmbeddingBag(EmbeddingBag),
 }
 
 impl Op {
     /// Every operator's name (the ONNX name where ONNX has the operator),
     /// in this list's order.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "Gather",
         "GatherElements",
         "ScatterElements",
@@ -65,6 +68,7 @@ impl Op {
         "ScatterReduce",
         "SegmentCsr",
         "SegmentCoo",
+        "EmbeddingBag",
     ];
 
     /// The name (`"GatherElements"`).
@@ -84,11 +88,13 @@ impl Op {
             "scatter-reduce",
             "segment-csr",
             "segment-coo",
+            "embedding-bag",
         ][self.position()]
     }
 
     /// The names of the inputs, in order; the last of TensorScatter's
-    /// (`write_indices`) may be left out.
+    /// (`write_indices`) and the last two of EmbeddingBag's (`offsets`, for
+    /// 2-D indices, and `per_sample_weights`) may be left out.
     pub fn inputs(&self) -> &'static [&'static str] {
         match self {
             Op::Gather(_) | Op::GatherElements(_) | Op::GatherND(_) => &["data", "indices"],
@@ -98,13 +104,14 @@ impl Op {
             Op::TensorScatter(_) => &["past_cache", "update", "write_indices"],
             Op::SegmentCsr(_) => &["src", "indptr"],
             Op::SegmentCoo(_) => &["src", "index"],
+            Op::EmbeddingBag(_) => &["weight", "indices", "offsets", "per_sample_weights"],
         }
     }
 
     /// How many inputs must be given.
     pub fn required_inputs(&self) -> usize {
         match self {
-            Op::TensorScatter(_) => 2,
+            Op::TensorScatter(_) | Op::EmbeddingBag(_) => 2,
             other => other.inputs().len(),
         }
     }
@@ -120,6 +127,7 @@ impl Op {
             Op::ScatterReduce(_) => 6,
             Op::SegmentCsr(_) => 7,
             Op::SegmentCoo(_) => 8,
+            Op::EmbeddingBag(_) => 9,
         }
     }
 
@@ -138,6 +146,9 @@ impl Op {
             Op::ScatterReduce(op) => op.run(i(0), i(1), i(2)),
             Op::SegmentCsr(op) => op.run(i(0), i(1)),
             Op::SegmentCoo(op) => op.run(i(0), i(1)),
+            Op::EmbeddingBag(op) => {
+                op.run(i(0), i(1), inputs.get(2).copied(), inputs.get(3).copied())
+            }
         }
     }
 
@@ -174,6 +185,13 @@ impl Op {
             Op::ScatterReduce(op) => op.run_into(i(0), i(1), i(2), out),
             Op::SegmentCsr(op) => op.run_into(i(0), i(1), out),
             Op::SegmentCoo(op) => op.run_into(i(0), i(1), out),
+            Op::EmbeddingBag(op) => op.run_into(
+                i(0),
+                i(1),
+                inputs.get(2).copied(),
+                inputs.get(3).copied(),
+                out,
+            ),
         }
     }
 
@@ -215,14 +233,15 @@ from_builder!(
     TensorScatter,
     ScatterReduce,
     SegmentCsr,
-    SegmentCoo
+    SegmentCoo,
+    EmbeddingBag
 );
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn every_op() -> [Op; 9] {
+    fn every_op() -> [Op; 10] {
         [
             Gather::new(0).into(),
             GatherElements::new(0).into(),
@@ -233,6 +252,7 @@ mod tests {
             ScatterReduce::new(0, crate::Aggregate::Sum).into(),
             SegmentCsr::new(crate::Aggregate::Sum).into(),
             SegmentCoo::new(crate::Aggregate::Sum).into(),
+            EmbeddingBag::new(crate::Aggregate::Sum).into(),
         ]
     }
 
@@ -248,6 +268,7 @@ mod tests {
             ("ScatterReduce", "scatter-reduce"),
             ("SegmentCsr", "segment-csr"),
             ("SegmentCoo", "segment-coo"),
+            ("EmbeddingBag", "embedding-bag"),
         ];
         for (op, (name, command)) in every_op().iter().zip(expected) {
             assert_eq!((op.name(), op.command()), (name, command));

@@ -821,3 +821,57 @@ pub fn broadcast_row(slab: &[usize], lead_shape: &[usize]) -> usize {
         .collect();
     offset(&at, lead_shape)
 }
+
+/// EmbeddingBag's formula: bag `b` folds, with `step`, the weight rows
+/// `weight[idx(indices[j])]` (each times `per_sample_weights[j]` when
+/// given, the product rounded to the dtype) for `j` in
+/// `bounds[b]..bounds[b + 1]` whose row is not `padding`, in order; a mean
+/// divides by their count; a bag without rows gets `fill`. `None` when an
+/// index is out of range or the dtype lacks the aggregate.
+#[allow(clippy::too_many_arguments)]
+pub fn reference_embedding_bag<T: RefReduce>(
+    weight: &[T],
+    rows: usize,
+    dim: usize,
+    indices: &[i128],
+    bounds: &[usize],
+    padding: Option<usize>,
+    per_sample_weights: Option<&[T]>,
+    step: &str,
+    mean: bool,
+    fill: &T,
+) -> Option<Vec<T>> {
+    let mut out = Vec::new();
+    for b in 0..bounds.len().saturating_sub(1) {
+        let mut members = Vec::new();
+        let first = bounds[b];
+        for (k, &value) in indices[first..bounds[b + 1]].iter().enumerate() {
+            let row = idx(value, rows)?;
+            if Some(row) != padding {
+                members.push((first + k, row));
+            }
+        }
+        for c in 0..dim {
+            let value = |&(j, row): &(usize, usize)| -> Option<T> {
+                let x = weight[row * dim + c].clone();
+                match per_sample_weights {
+                    Some(w) => T::reduce("mul", &x, &w[j]),
+                    None => Some(x),
+                }
+            };
+            let Some((first, rest)) = members.split_first() else {
+                out.push(fill.clone());
+                continue;
+            };
+            let mut acc = value(first)?;
+            for m in rest {
+                acc = T::reduce(step, &acc, &value(m)?)?;
+            }
+            if mean {
+                acc = T::mean(&acc, members.len() as u64)?;
+            }
+            out.push(acc);
+        }
+    }
+    Some(out)
+}

@@ -62,23 +62,15 @@ pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>>(
                 acc.fill(empty.clone());
                 continue;
             }
-            let (head, rest) = rows.split_at(inner);
             if inner == 1 {
                 // One column: a plain fold, the accumulator in a register.
-                let mut value = head[0].clone();
-                for u in rest {
+                let mut value = rows[0].clone();
+                for u in &rows[1..] {
                     C::combine(&mut value, u);
                 }
                 acc[0] = value;
             } else {
-                // Row by row, so each row is one streaming read and the
-                // column loop vectorizes where the combine does.
-                acc.clone_from_slice(head);
-                for row in rest.chunks_exact(inner) {
-                    for (a, u) in acc.iter_mut().zip(row) {
-                        C::combine(a, u);
-                    }
-                }
+                fold_rows::<T, C>(acc, rows.chunks_exact(inner));
             }
             if C::FINISHES {
                 for a in acc.iter_mut() {
@@ -87,6 +79,54 @@ pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>>(
             }
         }
     });
+}
+
+/// Fold `rows` (each as long as `acc`) into `acc` with `C`, row by row, so
+/// each row is one streaming read and the column loop vectorizes where the
+/// combine does; the first row is copied in. Returns how many rows there
+/// were (`acc` is untouched when none).
+pub(crate) fn fold_rows<'r, T: Clone + 'r, C: Combine<T>>(
+    acc: &mut [T],
+    mut rows: impl Iterator<Item = &'r [T]>,
+) -> usize {
+    let Some(first) = rows.next() else {
+        return 0;
+    };
+    acc.clone_from_slice(first);
+    let mut count = 1;
+    for row in rows {
+        for (a, u) in acc.iter_mut().zip(row) {
+            C::combine(a, u);
+        }
+        count += 1;
+    }
+    count
+}
+
+/// [`fold_rows`] of each row scaled by its weight: `acc = w0 * row0`, then
+/// `acc = C(acc, w * row)`, the product rounded to `T` first (`M` is `T`'s
+/// product).
+pub(crate) fn fold_weighted_rows<'r, T: Clone + 'r, C: Combine<T>, M: Combine<T>>(
+    acc: &mut [T],
+    mut rows: impl Iterator<Item = (&'r [T], &'r T)>,
+) -> usize {
+    let Some((first, weight)) = rows.next() else {
+        return 0;
+    };
+    acc.clone_from_slice(first);
+    for a in acc.iter_mut() {
+        M::combine(a, weight);
+    }
+    let mut count = 1;
+    for (row, weight) in rows {
+        for (a, x) in acc.iter_mut().zip(row) {
+            let mut product = x.clone();
+            M::combine(&mut product, weight);
+            C::combine(a, &product);
+        }
+        count += 1;
+    }
+    count
 }
 
 /// For `amax`/`amin` whose `values` are computed: `arg[g]` = the row number
@@ -127,7 +167,7 @@ pub(crate) fn arg<T: Element>(
 
 /// Whether `a` is `b`: the same bytes, or both NaN (a fold may quiet a
 /// NaN's payload); `==` for bool and strings.
-fn same<T: Element>(a: &T, b: &T) -> bool {
+pub(crate) fn same<T: Element>(a: &T, b: &T) -> bool {
     match (
         T::as_bytes(std::slice::from_ref(a)),
         T::as_bytes(std::slice::from_ref(b)),

@@ -9,7 +9,7 @@
 //! sorted segment id per row (`index`), from which they follow.
 
 mod bounds;
-mod kernel;
+pub(crate) mod kernel;
 
 use self::bounds::Bounds;
 use self::kernel::Layout;

@@ -1,0 +1,102 @@
+//! The EmbeddingBag kernels: each output row folds its bag's weight rows
+//! in bag order (the segment kernels' row fold), so a task owns whole bags
+//! and results are bit-identical for any thread count.
+
+use crate::dtype::Element;
+use crate::mem::parallel;
+use crate::ops::segment::kernel::{fold_rows, fold_weighted_rows, same};
+use crate::reduction::Combine;
+
+/// The checked inputs of one call: `weight` as `[rows, dim]`, every entry
+/// resolved to its weight row, bag `b` the entries `bounds[b]..bounds[b + 1]`,
+/// and the row that takes no part (`padding_idx`), if any.
+pub(crate) struct Bags<'a, T> {
+    pub weight: &'a [T],
+    pub dim: usize,
+    pub entries: &'a [usize],
+    pub bounds: &'a [usize],
+    pub padding: Option<usize>,
+    pub per_sample_weights: Option<&'a [T]>,
+}
+
+impl<T> Bags<'_, T> {
+    fn row(&self, entry: usize) -> &[T] {
+        &self.weight[entry * self.dim..(entry + 1) * self.dim]
+    }
+
+    /// The positions (into `entries`) of bag `b` that take part.
+    fn members(&self, b: usize) -> impl Iterator<Item = usize> + '_ {
+        let padding = self.padding;
+        (self.bounds[b]..self.bounds[b + 1]).filter(move |&j| Some(self.entries[j]) != padding)
+    }
+
+    /// Tasks get whole bags: the chunk length in output elements.
+    fn chunk_len(&self, out_len: usize) -> usize {
+        let bags = self.bounds.len().saturating_sub(1);
+        let tasks = parallel::tasks(out_len * std::mem::size_of::<T>() * 2, bags.max(1));
+        bags.div_ceil(tasks).max(1) * self.dim
+    }
+}
+
+/// `out[b] = C`-fold of bag `b`'s rows (each times its weight, with `M`
+/// the product, when there are per-sample weights), then `C`'s finish with
+/// the count; a bag with no rows gets `empty`.
+pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>, M: Combine<T>>(
+    bags: &Bags<'_, T>,
+    empty: &T,
+    out: &mut [T],
+) {
+    if out.is_empty() {
+        return;
+    }
+    let chunk = bags.chunk_len(out.len());
+    let dim = bags.dim;
+    parallel::for_each_chunk(out, chunk, |task, part| {
+        let first_bag = task * chunk / dim;
+        for (k, acc) in part.chunks_exact_mut(dim).enumerate() {
+            let members = bags.members(first_bag + k);
+            let count = match bags.per_sample_weights {
+                None => fold_rows::<T, C>(acc, members.map(|j| bags.row(bags.entries[j]))),
+                Some(w) => fold_weighted_rows::<T, C, M>(
+                    acc,
+                    members.map(|j| (bags.row(bags.entries[j]), &w[j])),
+                ),
+            };
+            if count == 0 {
+                acc.fill(empty.clone());
+            } else if C::FINISHES {
+                for a in acc.iter_mut() {
+                    C::finish(a, count as u64);
+                }
+            }
+        }
+    });
+}
+
+/// For `amax`/`amin` whose `values` are computed: `arg[b, c]` = the weight
+/// row of the first member of bag `b` whose column `c` holds the value, or
+/// `rows` (one past the last weight row) for a bag without members.
+pub(crate) fn arg<T: Element>(bags: &Bags<'_, T>, values: &[T], arg: &mut [i64]) {
+    if arg.is_empty() {
+        return;
+    }
+    let chunk = bags.chunk_len(arg.len());
+    let dim = bags.dim;
+    let none = (bags.weight.len() / dim.max(1)) as i64;
+    parallel::for_each_chunk(arg, chunk, |task, part| {
+        let first_bag = task * chunk / dim;
+        for (k, found) in part.chunks_exact_mut(dim).enumerate() {
+            let b = first_bag + k;
+            let value = &values[b * dim..(b + 1) * dim];
+            found.fill(none);
+            for j in bags.members(b) {
+                let entry = bags.entries[j];
+                for ((slot, v), x) in found.iter_mut().zip(value).zip(bags.row(entry)) {
+                    if *slot == none && same(x, v) {
+                        *slot = entry as i64;
+                    }
+                }
+            }
+        }
+    });
+}
