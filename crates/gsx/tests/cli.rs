@@ -999,3 +999,73 @@ fn segment_subcommands_reduce_write_winning_rows_and_refuse_bad_boundaries() {
     let flags = ["--reduce", "max", "--arg-output", path_str(&out)];
     expect_failure(&run("segment-csr", &indptr, &flags), 2, "usage");
 }
+
+/// `gsx embedding-bag` on .npy files: PyTorch's example with offsets, the
+/// winning rows of max, per-sample weights, and offsets that leave indices
+/// out refused with nothing written.
+#[test]
+fn embedding_bag_runs_pytorchs_example_and_refuses_offsets_that_leave_indices_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, tensor: Tensor| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, npy::encode(&tensor).unwrap()).unwrap();
+        path
+    };
+    let weight = Tensor::new(vec![4, 3], (0..12).map(|v| v as f32).collect::<Vec<_>>()).unwrap();
+    let weight = write("weight.npy", weight);
+    let indices = write("indices.npy", Tensor::from_vec(vec![0i64, 2, 1, 3, 2]));
+    let offsets = write("offsets.npy", Tensor::from_vec(vec![0i32, 2, 2]));
+    let psw = write(
+        "psw.npy",
+        Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0]),
+    );
+    let (out, arg) = (dir.path().join("out.npy"), dir.path().join("arg.npy"));
+    let run = |flags: &[&str]| {
+        let mut args = vec!["embedding-bag", path_str(&weight), path_str(&indices)];
+        args.extend(flags);
+        args.extend(["-o", path_str(&out)]);
+        gsx(&args)
+    };
+    let bags = |values: [f32; 9]| Tensor::new(vec![3, 3], values.to_vec()).unwrap();
+    assert_success(&run(&["--offsets", path_str(&offsets), "--mode", "sum"]));
+    assert_eq!(
+        read_tensor(&out),
+        bags([6., 8., 10., 0., 0., 0., 18., 21., 24.])
+    );
+    let flags = [
+        "--offsets",
+        path_str(&offsets),
+        "--mode",
+        "max",
+        "--arg-output",
+        path_str(&arg),
+    ];
+    assert_success(&run(&flags));
+    assert_eq!(
+        read_tensor(&out),
+        bags([6., 7., 8., 0., 0., 0., 9., 10., 11.])
+    );
+    assert_eq!(
+        read_tensor(&arg),
+        Tensor::new(vec![3, 3], vec![2i64, 2, 2, 4, 4, 4, 3, 3, 3]).unwrap()
+    );
+    let flags = [
+        "--offsets",
+        path_str(&offsets),
+        "--mode",
+        "sum",
+        "--per-sample-weights",
+        path_str(&psw),
+    ];
+    assert_success(&run(&flags));
+    assert_eq!(
+        read_tensor(&out),
+        bags([12., 15., 18., 0., 0., 0., 75., 87., 99.])
+    );
+    std::fs::remove_file(&out).unwrap();
+    let flags = ["--offsets", path_str(&offsets), "--include-last-offset"];
+    let failed = run(&flags);
+    expect_failure(&failed, 1, "bad_segments");
+    assert!(!out.exists());
+    expect_failure(&run(&[]), 1, "shape_mismatch");
+}

@@ -52,6 +52,9 @@ pub enum Command {
     /// segment_coo (pytorch_scatter): src reduced over the rows sharing a
     /// sorted segment id along axis rank(index) - 1.
     SegmentCoo(SegmentCooArgs),
+    /// embedding_bag (PyTorch): the weight rows indices names, folded per
+    /// bag (sum, mean, max, ...).
+    EmbeddingBag(EmbeddingBagArgs),
     /// Run ONNX backend-test directories (or the built-in corpus) and compare.
     Conformance(conformance::ConformanceArgs),
 }
@@ -199,6 +202,41 @@ pub struct SegmentCooArgs {
     pub common: CommonArgs,
 }
 
+/// `gsx embedding-bag`.
+#[derive(Debug, Args)]
+pub struct EmbeddingBagArgs {
+    /// The weight table [rows, dim] (never modified).
+    pub weight: PathBuf,
+    /// Integer weight rows: 1-D with --offsets, or 2-D [bags, n] without.
+    pub indices: PathBuf,
+    /// Integer starts of the bags (1-D indices).
+    #[arg(long, value_name = "FILE")]
+    pub offsets: Option<PathBuf>,
+    /// Weights of indices' shape and weight's dtype, each row scaled before
+    /// it is summed (mode sum only).
+    #[arg(long, value_name = "FILE")]
+    pub per_sample_weights: Option<PathBuf>,
+    /// How a bag's rows aggregate: sum, mean, max (amax), min (amin), prod.
+    #[arg(long, default_value = "mean", value_parser = parse_aggregate)]
+    pub mode: Aggregate,
+    /// The offsets end with the end of the last bag.
+    #[arg(long)]
+    pub include_last_offset: bool,
+    /// A weight row that takes no part (negative counts from the end).
+    #[arg(long, allow_hyphen_values = true)]
+    pub padding_idx: Option<i64>,
+    /// The value of empty bags, in weight's dtype (default: 1 for prod, else 0).
+    #[arg(long, allow_hyphen_values = true)]
+    pub fill: Option<String>,
+    /// Also write each value's weight row (max/min only; int64; an empty
+    /// bag's is the row count).
+    #[arg(long, value_name = "FILE")]
+    pub arg_output: Option<PathBuf>,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 /// `gsx gather-nd`.
 #[derive(Debug, Args)]
 pub struct GatherNdArgs {
@@ -285,5 +323,6 @@ pub fn execute(cli: Cli) -> Result<(), crate::CliError> {
         Command::ScatterReduce(args) => ops::scatter_reduce(&args),
         Command::SegmentCsr(args) => ops::segment_csr(&args),
         Command::SegmentCoo(args) => ops::segment_coo(&args),
+        Command::EmbeddingBag(args) => ops::embedding_bag(&args),
     }
 }

@@ -4,13 +4,14 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use gatherscatter::{
-    Gather, GatherElements, GatherND, Op, ScatterElements, ScatterND, ScatterReduce, SegmentCoo,
-    SegmentCsr, Tensor, TensorScatter, TensorView,
+    EmbeddingBag, Gather, GatherElements, GatherND, Op, ScatterElements, ScatterND, ScatterReduce,
+    SegmentCoo, SegmentCsr, Tensor, TensorScatter, TensorView,
 };
 
 use super::{
-    CommonArgs, ElementsArgs, GatherArgs, GatherNdArgs, ScatterElementsArgs, ScatterNdArgs,
-    ScatterReduceArgs, SegmentArgs, SegmentCooArgs, SegmentCsrArgs, TensorScatterArgs,
+    CommonArgs, ElementsArgs, EmbeddingBagArgs, GatherArgs, GatherNdArgs, ScatterElementsArgs,
+    ScatterNdArgs, ScatterReduceArgs, SegmentArgs, SegmentCooArgs, SegmentCsrArgs,
+    TensorScatterArgs,
 };
 use crate::error::CliError;
 use crate::files;
@@ -91,15 +92,7 @@ fn segment(
 ) -> Result<(), CliError> {
     let arg_output = options.arg_output.as_ref();
     run_files(command, paths, common, arg_output, |views| {
-        let fill = match &options.fill {
-            Some(text) => Some(crate::scalar::parse(text, views[0].dtype()).map_err(|why| {
-                gatherscatter::Error::BadAttribute {
-                    message: format!("--fill {text}: {why}"),
-                }
-            })?),
-            None => None,
-        };
-        let op = build(fill);
+        let op = build(fill_value(options.fill.as_deref(), views[0].dtype())?);
         if arg_output.is_none() {
             return Ok(vec![op.run(views)?]);
         }
@@ -108,6 +101,51 @@ fn segment(
             Op::SegmentCoo(coo) => coo.run_with_arg(views[0], views[1])?,
             other => op_without_arg(other)?,
         };
+        Ok(vec![values, arg.into()])
+    })
+}
+
+/// `--fill TEXT` read as one value of `dtype`, if given.
+fn fill_value(
+    text: Option<&str>,
+    dtype: gatherscatter::DType,
+) -> gatherscatter::Result<Option<Tensor>> {
+    text.map(|text| {
+        crate::scalar::parse(text, dtype).map_err(|why| gatherscatter::Error::BadAttribute {
+            message: format!("--fill {text}: {why}"),
+        })
+    })
+    .transpose()
+}
+
+/// `gsx embedding-bag`.
+pub fn embedding_bag(args: &EmbeddingBagArgs) -> Result<(), CliError> {
+    let mut op = EmbeddingBag::new(args.mode)
+        .include_last_offset(args.include_last_offset)
+        .profile(args.common.profile);
+    if let Some(row) = args.padding_idx {
+        op = op.padding_idx(row);
+    }
+    let mut paths = vec![&args.weight, &args.indices];
+    let offsets_at = args.offsets.as_ref().map(|p| {
+        paths.push(p);
+        paths.len() - 1
+    });
+    let weights_at = args.per_sample_weights.as_ref().map(|p| {
+        paths.push(p);
+        paths.len() - 1
+    });
+    let arg_output = args.arg_output.as_ref();
+    run_files("embedding-bag", &paths, &args.common, arg_output, |views| {
+        let mut op = op.clone();
+        if let Some(fill) = fill_value(args.fill.as_deref(), views[0].dtype())? {
+            op = op.fill(fill);
+        }
+        let (offsets, weights) = (offsets_at.map(|k| views[k]), weights_at.map(|k| views[k]));
+        if arg_output.is_none() {
+            return Ok(vec![op.run(views[0], views[1], offsets, weights)?]);
+        }
+        let (values, arg) = op.run_with_arg(views[0], views[1], offsets, weights)?;
         Ok(vec![values, arg.into()])
     })
 }
