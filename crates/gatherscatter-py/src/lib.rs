@@ -12,9 +12,9 @@ mod threads;
 use std::str::FromStr;
 
 use gatherscatter::{
-    Aggregate, Gather, GatherElements, GatherND, Op, Profile, Reduction, ScatterElements,
-    ScatterMode, ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, Tensor, TensorScatter,
-    TensorView, TypedTensor,
+    Aggregate, EmbeddingBag, Gather, GatherElements, GatherND, Op, Profile, Reduction,
+    ScatterElements, ScatterMode, ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, Tensor,
+    TensorScatter, TensorView, TypedTensor,
 };
 use pyo3::prelude::*;
 
@@ -66,6 +66,11 @@ fn output_bytes_bound(op: &Op, views: &[TensorView<'_>]) -> usize {
         (Op::SegmentCoo(coo), _) => coo
             .segment_count()
             .map_or(usize::MAX, |n| data.len().saturating_mul(n.max(1))),
+        // [bags, dim]: at most one bag per offset (or per index).
+        (Op::EmbeddingBag(_), Some(indices)) => views
+            .get(2)
+            .map_or(indices.len(), |offsets| offsets.len() + 1)
+            .saturating_mul(data.shape().get(1).copied().unwrap_or(1)),
         _ => data.len(),
     };
     elements.saturating_mul(WIDEST)
@@ -160,6 +165,12 @@ fn run_with_arg<'py>(
         match op {
             Op::SegmentCsr(csr) => csr.run_with_arg(views[0], views[1]),
             Op::SegmentCoo(coo) => coo.run_with_arg(views[0], views[1]),
+            Op::EmbeddingBag(bag) => bag.run_with_arg(
+                views[0],
+                views[1],
+                views.get(2).copied(),
+                views.get(3).copied(),
+            ),
             other => Err(gatherscatter::Error::BadReduction {
                 message: format!("{} has no argument output", other.name()),
             }),
@@ -376,6 +387,42 @@ fn _segment_coo<'py>(
     run(py, op.into(), &[src, index], out, threads)
 }
 
+/// PyTorch's ``embedding_bag`` with 1-D ``indices`` and ``offsets`` (the
+/// package's ``embedding_bag`` turns 2-D bags into that form and wraps
+/// this).
+#[pyfunction]
+#[pyo3(signature = (weight, indices, offsets, mode="mean", per_sample_weights=None, include_last_offset=false, padding_idx=None, fill=None, return_arg=false, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn _embedding_bag<'py>(
+    py: Python<'py>,
+    weight: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    mode: &str,
+    per_sample_weights: Option<&Bound<'py, PyAny>>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+    fill: Option<&Bound<'py, PyAny>>,
+    return_arg: bool,
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut op = EmbeddingBag::new(Aggregate::from_str(mode).map_err(to_py_err)?)
+        .include_last_offset(include_last_offset);
+    if let Some(row) = padding_idx {
+        op = op.padding_idx(row);
+    }
+    if let Some(fill) = fill {
+        op = op.fill(value(fill, "fill")?);
+    }
+    let mut inputs = vec![weight, indices, offsets];
+    inputs.extend(per_sample_weights);
+    if return_arg {
+        return run_with_arg(py, &op.into(), &inputs, threads);
+    }
+    run(py, op.into(), &inputs, out, threads)
+}
+
 /// ONNX GatherND: each index tuple ``indices[b..., j..., :]`` (its last dim
 /// ``k`` long) selects ``data[b..., t_0, ..., t_(k-1)]``, a slice of the dims
 /// after the tuple; ``out.shape = indices.shape[:-1] + data.shape[batch_dims + k:]``.
@@ -538,6 +585,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_scatter_reduce, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_csr, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_coo, m)?)?;
+    m.add_function(wrap_pyfunction!(_embedding_bag, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_nd_in_place, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;

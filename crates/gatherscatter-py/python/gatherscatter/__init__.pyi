@@ -83,6 +83,22 @@ def segment_coo(src: npt.ArrayLike, index: npt.ArrayLike, out: None = None,
                 return_arg: Literal[True], threads: Optional[int] = None,
                 ) -> Tuple[np.ndarray, np.ndarray]: ...
 
+@overload
+def embedding_bag(weight: npt.ArrayLike, indices: npt.ArrayLike,
+                  offsets: Optional[npt.ArrayLike] = None, mode: Aggregate = "mean",
+                  per_sample_weights: Optional[npt.ArrayLike] = None,
+                  include_last_offset: bool = False, padding_idx: Optional[int] = None, *,
+                  fill: Any = None, return_arg: Literal[False] = False,
+                  out: Optional[np.ndarray] = None,
+                  threads: Optional[int] = None) -> np.ndarray: ...
+@overload
+def embedding_bag(weight: npt.ArrayLike, indices: npt.ArrayLike,
+                  offsets: Optional[npt.ArrayLike] = None, mode: Aggregate = "mean",
+                  per_sample_weights: Optional[npt.ArrayLike] = None,
+                  include_last_offset: bool = False, padding_idx: Optional[int] = None, *,
+                  fill: Any = None, return_arg: Literal[True], out: None = None,
+                  threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]: ...
+
 def set_num_threads(threads: int) -> None: ...
 def get_num_threads() -> int: ...
 def set_cache_limit(max_bytes: int) -> None: ...

@@ -2,7 +2,9 @@
 
 ``scatter_reduce`` takes ``torch.Tensor.scatter_reduce``'s arguments in its
 order and returns what it returns (with the differences its docstring
-names); the work is the core's ScatterReduce.
+names); the work is the core's ScatterReduce. ``embedding_bag`` is
+``torch.nn.functional.embedding_bag`` with ``weight`` first; the work is the
+core's EmbeddingBag.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _native
+from ._segments import _fill_value
 
 
 def scatter_reduce(input: Any, dim: int, index: Any, src: Any, reduce: str, *,
@@ -48,3 +51,61 @@ def scatter_reduce(input: Any, dim: int, index: Any, src: Any, reduce: str, *,
         src = src[tuple(slice(0, i) for i in index.shape)]
     return _native._scatter_reduce(input, index, src, dim, reduce, include_self=include_self,
                                    out=out, threads=threads)
+
+
+def embedding_bag(weight: Any, indices: Any, offsets: Any = None, mode: str = "mean",
+                  per_sample_weights: Any = None, include_last_offset: bool = False,
+                  padding_idx: Optional[int] = None, *, fill: Any = None,
+                  return_arg: bool = False, out: Optional[np.ndarray] = None,
+                  threads: Optional[int] = None) -> Any:
+    """``torch.nn.functional.embedding_bag`` for arrays (``weight`` first):
+    the rows of ``weight`` (``[rows, dim]``) that ``indices`` names, folded
+    per bag with ``mode``: ``"sum"``, ``"mean"`` or ``"max"`` (also
+    ``"prod"``, ``"min"``). The result is ``[bags, dim]``.
+
+    - Bags: 1-D ``indices`` with ``offsets`` (the bags' starts), or 2-D
+      ``indices`` ``[bags, n]`` without. ``include_last_offset`` has one
+      meaning in every mode: ``offsets`` then ends with the end of the last
+      bag. Either way the boundaries start at 0, never decrease and end at
+      ``len(indices)`` (every index in exactly one bag), else
+      ``SegmentError`` naming the offset.
+    - Indices in ``[-rows, rows)`` (negatives count from the end; PyTorch
+      refuses them), all checked first: ``OutOfBoundsError`` (an
+      ``IndexError``).
+    - ``padding_idx`` rows take no part: not summed, not counted by
+      ``mean``, never the max.
+    - ``per_sample_weights`` (``indices``' shape, ``weight``'s dtype; ``sum``
+      only, as PyTorch) scale each row before it is added.
+    - An empty bag gets ``fill`` (default 0, 1 for ``prod``), as PyTorch's
+      zeros.
+    - ``return_arg=True`` (max/min) also returns, per value, the weight row
+      it came from (the first in the bag holding it), ``rows`` for an empty
+      bag (PyTorch's ``max_indices`` gives 0 there, also a real row).
+    - Rows fold in bag order on any thread count: bit-identical results.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> weight = np.arange(12.0).reshape(4, 3)
+    >>> gs.embedding_bag(weight, np.array([0, 2, 1, 3, 2]), np.array([0, 2, 2]), "sum")
+    array([[ 6.,  8., 10.],
+           [ 0.,  0.,  0.],
+           [18., 21., 24.]])
+    """
+    indices = np.asarray(indices)
+    if return_arg and out is not None:
+        raise TypeError("embedding_bag: out= cannot be given with return_arg=True")
+    if indices.ndim == 2 and offsets is None:
+        # Fixed bags of n: the same call with offsets 0, n, 2n, ...
+        bags, n = indices.shape
+        offsets = np.arange(0, bags * n, n, dtype=np.int64) if n else np.zeros(bags, np.int64)
+        indices = indices.reshape(-1)
+        include_last_offset = False
+        if per_sample_weights is not None:
+            per_sample_weights = np.asarray(per_sample_weights).reshape(-1)
+    elif offsets is None:
+        from ._errors import ShapeError
+        raise ShapeError("indices is 1-D but no offsets were given; give offsets, or 2-D "
+                         "indices [bags, n] for bags of n")
+    weight = np.asarray(weight)
+    return _native._embedding_bag(weight, indices, offsets, mode, per_sample_weights,
+                                  include_last_offset, padding_idx, _fill_value(fill, weight),
+                                  return_arg, out=out, threads=threads)
