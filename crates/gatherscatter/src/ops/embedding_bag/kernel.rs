@@ -4,8 +4,12 @@
 
 use crate::dtype::Element;
 use crate::mem::parallel;
+use crate::mem::prefetch::prefetch_items;
 use crate::ops::segment::kernel::{fold_rows, fold_weighted_rows, same};
 use crate::reduction::Combine;
+
+/// How many entries ahead a bag's fold asks for weight rows.
+const ROWS_AHEAD: usize = 16;
 
 /// The checked inputs of one call: `weight` as `[rows, dim]`, every entry
 /// resolved to its weight row, bag `b` the entries `bounds[b]..bounds[b + 1]`,
@@ -28,6 +32,17 @@ impl<T> Bags<'_, T> {
     fn members(&self, b: usize) -> impl Iterator<Item = usize> + '_ {
         let padding = self.padding;
         (self.bounds[b]..self.bounds[b + 1]).filter(move |&j| Some(self.entries[j]) != padding)
+    }
+
+    /// [`Bags::members`], asking the cache for the row [`ROWS_AHEAD`]
+    /// entries on as each is taken: the rows are random, so no hardware
+    /// prefetcher sees them coming.
+    fn members_prefetching(&self, b: usize) -> impl Iterator<Item = usize> + '_ {
+        self.members(b).inspect(move |&j| {
+            if let Some(&ahead) = self.entries.get(j + ROWS_AHEAD) {
+                prefetch_items(self.row(ahead));
+            }
+        })
     }
 
     /// Tasks get whole bags: the chunk length in output elements.
@@ -54,7 +69,7 @@ pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>, M: Combine<T>>(
     parallel::for_each_chunk(out, chunk, |task, part| {
         let first_bag = task * chunk / dim;
         for (k, acc) in part.chunks_exact_mut(dim).enumerate() {
-            let members = bags.members(first_bag + k);
+            let members = bags.members_prefetching(first_bag + k);
             let count = match bags.per_sample_weights {
                 None => fold_rows::<T, C>(acc, members.map(|j| bags.row(bags.entries[j]))),
                 Some(w) => fold_weighted_rows::<T, C, M>(
