@@ -114,6 +114,7 @@ pub use ops::embedding_bag::{embedding_bag, EmbeddingBag};
 pub use ops::gather::{gather, Gather};
 pub use ops::gather_elements::{gather_elements, GatherElements};
 pub use ops::gather_nd::{gather_nd, GatherND};
+pub use ops::index_along::{index_add, index_copy, index_select};
 pub use ops::op::Op;
 pub use ops::scatter_elements::{scatter_elements, Scatter, ScatterElements};
 pub use ops::scatter_nd::{scatter_nd, ScatterND};

@@ -6,6 +6,7 @@ pub mod embedding_bag;
 pub mod gather;
 pub mod gather_elements;
 pub mod gather_nd;
+pub mod index_along;
 pub mod op;
 pub mod scatter_elements;
 pub mod scatter_nd;
