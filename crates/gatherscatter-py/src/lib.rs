@@ -137,6 +137,76 @@ fn run<'py>(
     }
 }
 
+/// Run `f` on `inputs` (named `names`) with the GIL released, as [`run`]
+/// does an [`Op`]: for the entry points that are functions over ops.
+fn run_function<'py>(
+    py: Python<'py>,
+    names: &[&str],
+    inputs: &[&Bound<'py, PyAny>],
+    threads: Option<usize>,
+    f: impl Fn(&[TensorView<'_>]) -> gatherscatter::Result<Tensor> + Send + Sync,
+) -> PyResult<Bound<'py, PyAny>> {
+    let held = inputs
+        .iter()
+        .zip(names)
+        .map(|(obj, name)| arrays::input(obj, name))
+        .collect::<PyResult<Vec<Input<'_>>>>()?;
+    let views = held
+        .iter()
+        .map(Input::view)
+        .collect::<PyResult<Vec<TensorView<'_>>>>()?;
+    let inline = views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES;
+    let pool = if inline {
+        threads::check(threads)?;
+        None
+    } else {
+        threads::pool(threads)?
+    };
+    let tensor = work(py, inline, pool.as_deref(), || f(&views)).map_err(to_py_err)?;
+    arrays::result(py, tensor, held[0].str_type())
+}
+
+/// PyTorch's ``index_select``: the slices of ``data`` at the 1-D ``index``
+/// along ``dim``. The package's ``index_select`` wraps this.
+#[pyfunction]
+#[pyo3(signature = (data, dim, index, *, threads=None))]
+fn _index_select<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    run_function(py, &["data", "index"], &[data, index], threads, |v| {
+        gatherscatter::index_select(v[0], dim, v[1])
+    })
+}
+
+/// PyTorch's ``index_add`` (``alpha`` 1) and ``index_copy`` (``add``
+/// false): a copy of ``data`` with ``source``'s slices combined in at
+/// ``index`` along ``dim``. The package's functions wrap this.
+#[pyfunction]
+#[pyo3(signature = (data, dim, index, source, add, *, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn _index_scatter<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    dim: i64,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    add: bool,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let names = ["data", "index", "source"];
+    run_function(py, &names, &[data, index, source], threads, |v| {
+        if add {
+            gatherscatter::index_add(v[0], dim, v[1], v[2])
+        } else {
+            gatherscatter::index_copy(v[0], dim, v[1], v[2])
+        }
+    })
+}
+
 /// Run `op`'s `run_with_arg` on `inputs` (a segment reduction's `src` and
 /// boundaries): the values and the winning rows, as two arrays.
 fn run_with_arg<'py>(
@@ -586,6 +656,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_segment_csr, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_coo, m)?)?;
     m.add_function(wrap_pyfunction!(_embedding_bag, m)?)?;
+    m.add_function(wrap_pyfunction!(_index_select, m)?)?;
+    m.add_function(wrap_pyfunction!(_index_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_nd_in_place, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;

@@ -4,8 +4,8 @@ The ONNX operators (``gather``, ``gather_elements``, ``scatter_elements``,
 ``gather_nd``, ``scatter_nd``, ``tensor_scatter``) and numpy's spellings
 (``take``, ``take_along_axis``, ``put_along_axis``, ``add_at`` and siblings),
 PyTorch's ``scatter_reduce`` (with ``mean`` and ``include_self``),
-pytorch_scatter's ``segment_csr`` and ``segment_coo``, PyTorch's ``embedding_bag``,
-run by a Rust core with the GIL released. Inputs that are C-contiguous numpy
+``embedding_bag``, ``index_select``, ``index_add`` and ``index_copy``,
+pytorch_scatter's ``segment_csr`` and ``segment_coo``, run by a Rust core with the GIL released. Inputs that are C-contiguous numpy
 arrays are read in place; results are numpy arrays that own the core's
 memory (no copy); ``out=`` writes into an array of yours.
 
@@ -53,7 +53,7 @@ from ._numpy import (
     take_along_axis,
 )
 from ._segments import segment_coo, segment_csr
-from ._torch import embedding_bag, scatter_reduce
+from ._torch import embedding_bag, index_add, index_copy, index_select, scatter_reduce
 
 __version__ = "0.1.0"
 
@@ -84,6 +84,7 @@ __all__ = [
     "take", "take_along_axis", "put_along_axis",
     "add_at", "multiply_at", "maximum_at", "minimum_at",
     "scatter_reduce", "segment_csr", "segment_coo", "embedding_bag",
+    "index_select", "index_add", "index_copy",
     "set_num_threads", "get_num_threads", "set_cache_limit", "cache_info",
     "DEFAULT_CACHE_BYTES",
     "Error", "OutOfBoundsError", "AxisError", "ShapeError", "DTypeError",

@@ -2,7 +2,9 @@
 
 ``scatter_reduce`` takes ``torch.Tensor.scatter_reduce``'s arguments in its
 order and returns what it returns (with the differences its docstring
-names); the work is the core's ScatterReduce. ``embedding_bag`` is
+names); the work is the core's ScatterReduce. ``index_select``,
+``index_add`` and ``index_copy`` take a 1-D index along ``dim``.
+``embedding_bag`` is
 ``torch.nn.functional.embedding_bag`` with ``weight`` first; the work is the
 core's EmbeddingBag.
 """
@@ -109,3 +111,56 @@ def embedding_bag(weight: Any, indices: Any, offsets: Any = None, mode: str = "m
     return _native._embedding_bag(weight, indices, offsets, mode, per_sample_weights,
                                   include_last_offset, padding_idx, _fill_value(fill, weight),
                                   return_arg, out=out, threads=threads)
+
+
+def index_select(input: Any, dim: int, index: Any, *, threads: Optional[int] = None) -> Any:
+    """``torch.index_select`` for arrays: the slices of ``input`` at the 1-D
+    ``index`` along ``dim`` (``np.take`` with a vector). Negative indices
+    count from the end; every index is checked first (``OutOfBoundsError``).
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.index_select(np.arange(12).reshape(3, 4), 1, np.array([0, 2]))
+    array([[ 0,  2],
+           [ 4,  6],
+           [ 8, 10]])
+    """
+    return _native._index_select(input, dim, index, threads=threads)
+
+
+def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1,
+              threads: Optional[int] = None) -> Any:
+    """``torch.index_add`` for arrays: a copy of ``input`` with
+    ``alpha * source[.., j, ..]`` added into ``input[.., index[j], ..]`` along
+    ``dim``, for ``j`` in ascending order (duplicates accumulate in that
+    order on any thread count).
+
+    ``index`` is 1-D; ``source`` has ``input``'s dtype and shape but
+    ``len(index)`` along ``dim``. ``alpha`` scales ``source`` first (numpy's
+    product in ``source``'s dtype, as PyTorch).
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.index_add(np.ones((5, 3)), 0, np.array([0, 4, 2]),
+    ...              np.arange(1.0, 10.0).reshape(3, 3))
+    array([[ 2.,  3.,  4.],
+           [ 1.,  1.,  1.],
+           [ 8.,  9., 10.],
+           [ 1.,  1.,  1.],
+           [ 5.,  6.,  7.]])
+    """
+    source = np.asarray(source)
+    if not (isinstance(alpha, (int, float)) and alpha == 1):
+        source = np.multiply(source, alpha, dtype=source.dtype, casting="same_kind")
+    return _native._index_scatter(input, dim, index, source, True, threads=threads)
+
+
+def index_copy(input: Any, dim: int, index: Any, source: Any, *,
+               threads: Optional[int] = None) -> Any:
+    """``torch.index_copy`` for arrays: a copy of ``input`` with
+    ``source[.., j, ..]`` written to ``input[.., index[j], ..]`` along ``dim``;
+    of duplicate indices the last ``j`` wins (PyTorch leaves it undefined).
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.index_copy(np.zeros(4, np.int32), 0, np.array([3, 0, 3]), np.array([7, 8, 9], np.int32))
+    array([8, 0, 0, 9], dtype=int32)
+    """
+    return _native._index_scatter(input, dim, index, source, False, threads=threads)
