@@ -1069,3 +1069,46 @@ fn embedding_bag_runs_pytorchs_example_and_refuses_offsets_that_leave_indices_ou
     assert!(!out.exists());
     expect_failure(&run(&[]), 1, "shape_mismatch");
 }
+
+/// `gsx index-select`, `index-add` and `index-copy`: PyTorch's examples on
+/// .npy files, and an out-of-range index refused.
+#[test]
+fn index_subcommands_run_pytorchs_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, tensor: Tensor| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, npy::encode(&tensor).unwrap()).unwrap();
+        path
+    };
+    let data = write(
+        "data.npy",
+        Tensor::new(vec![5, 3], vec![1.0f32; 15]).unwrap(),
+    );
+    let index = write("index.npy", Tensor::from_vec(vec![0i64, 4, 2]));
+    let source = (1..=9).map(|v| v as f32).collect::<Vec<_>>();
+    let source = write("source.npy", Tensor::new(vec![3, 3], source).unwrap());
+    let out = dir.path().join("out.npy");
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["-o", path_str(&out)]);
+        gsx(&all)
+    };
+    let (d, i, s) = (path_str(&data), path_str(&index), path_str(&source));
+    assert_success(&run(&["index-add", d, i, s]));
+    let added: [f32; 15] = [2., 3., 4., 1., 1., 1., 8., 9., 10., 1., 1., 1., 5., 6., 7.];
+    assert_eq!(
+        read_tensor(&out),
+        Tensor::new(vec![5, 3], added.to_vec()).unwrap()
+    );
+    assert_success(&run(&["index-copy", d, i, s]));
+    let copied: [f32; 15] = [1., 2., 3., 1., 1., 1., 7., 8., 9., 1., 1., 1., 4., 5., 6.];
+    assert_eq!(
+        read_tensor(&out),
+        Tensor::new(vec![5, 3], copied.to_vec()).unwrap()
+    );
+    let columns = write("columns.npy", Tensor::from_vec(vec![2i64, 0]));
+    assert_success(&run(&["index-select", s, path_str(&columns), "--dim", "1"]));
+    let selected = Tensor::new(vec![3, 2], vec![3.0f32, 1., 6., 4., 9., 7.]).unwrap();
+    assert_eq!(read_tensor(&out), selected);
+    expect_failure(&run(&["index-select", s, i]), 1, "out_of_bounds");
+}

@@ -55,6 +55,14 @@ pub enum Command {
     /// embedding_bag (PyTorch): the weight rows indices names, folded per
     /// bag (sum, mean, max, ...).
     EmbeddingBag(EmbeddingBagArgs),
+    /// index_select (PyTorch): the slices of data at a 1-D index along --dim.
+    IndexSelect(IndexSelectArgs),
+    /// index_add (PyTorch): a copy of data with source's slices added at a
+    /// 1-D index along --dim, in order.
+    IndexAdd(IndexScatterArgs),
+    /// index_copy (PyTorch): a copy of data with source's slices written at
+    /// a 1-D index along --dim (the last duplicate wins).
+    IndexCopy(IndexScatterArgs),
     /// Run ONNX backend-test directories (or the built-in corpus) and compare.
     Conformance(conformance::ConformanceArgs),
 }
@@ -237,6 +245,38 @@ pub struct EmbeddingBagArgs {
     pub common: CommonArgs,
 }
 
+/// `gsx index-select`.
+#[derive(Debug, Args)]
+pub struct IndexSelectArgs {
+    /// The data tensor.
+    pub data: PathBuf,
+    /// A 1-D integer index.
+    pub index: PathBuf,
+    /// The dim the index addresses (negative counts from the end).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub dim: i64,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `gsx index-add` / `gsx index-copy`.
+#[derive(Debug, Args)]
+pub struct IndexScatterArgs {
+    /// The data tensor (never modified).
+    pub data: PathBuf,
+    /// A 1-D integer index.
+    pub index: PathBuf,
+    /// The slices: data's shape but the index's length along --dim.
+    pub source: PathBuf,
+    /// The dim the index addresses (negative counts from the end).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub dim: i64,
+    /// Output and run options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 /// `gsx gather-nd`.
 #[derive(Debug, Args)]
 pub struct GatherNdArgs {
@@ -324,5 +364,8 @@ pub fn execute(cli: Cli) -> Result<(), crate::CliError> {
         Command::SegmentCsr(args) => ops::segment_csr(&args),
         Command::SegmentCoo(args) => ops::segment_coo(&args),
         Command::EmbeddingBag(args) => ops::embedding_bag(&args),
+        Command::IndexSelect(args) => ops::index_select(&args),
+        Command::IndexAdd(args) => ops::index_scatter(&args, true),
+        Command::IndexCopy(args) => ops::index_scatter(&args, false),
     }
 }

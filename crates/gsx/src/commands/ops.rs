@@ -9,9 +9,9 @@ use gatherscatter::{
 };
 
 use super::{
-    CommonArgs, ElementsArgs, EmbeddingBagArgs, GatherArgs, GatherNdArgs, ScatterElementsArgs,
-    ScatterNdArgs, ScatterReduceArgs, SegmentArgs, SegmentCooArgs, SegmentCsrArgs,
-    TensorScatterArgs,
+    CommonArgs, ElementsArgs, EmbeddingBagArgs, GatherArgs, GatherNdArgs, IndexScatterArgs,
+    IndexSelectArgs, ScatterElementsArgs, ScatterNdArgs, ScatterReduceArgs, SegmentArgs,
+    SegmentCooArgs, SegmentCsrArgs, TensorScatterArgs,
 };
 use crate::error::CliError;
 use crate::files;
@@ -147,6 +147,27 @@ pub fn embedding_bag(args: &EmbeddingBagArgs) -> Result<(), CliError> {
         }
         let (values, arg) = op.run_with_arg(views[0], views[1], offsets, weights)?;
         Ok(vec![values, arg.into()])
+    })
+}
+
+/// `gsx index-select`.
+pub fn index_select(args: &IndexSelectArgs) -> Result<(), CliError> {
+    let paths = [&args.data, &args.index];
+    run_files("index-select", &paths, &args.common, None, |v| {
+        Ok(vec![gatherscatter::index_select(v[0], args.dim, v[1])?])
+    })
+}
+
+/// `gsx index-add` and `gsx index-copy`.
+pub fn index_scatter(args: &IndexScatterArgs, add: bool) -> Result<(), CliError> {
+    let paths = [&args.data, &args.index, &args.source];
+    let command = if add { "index-add" } else { "index-copy" };
+    run_files(command, &paths, &args.common, None, |v| {
+        Ok(vec![if add {
+            gatherscatter::index_add(v[0], args.dim, v[1], v[2])?
+        } else {
+            gatherscatter::index_copy(v[0], args.dim, v[1], v[2])?
+        }])
     })
 }
 
