@@ -12,7 +12,7 @@ mod threads;
 use std::str::FromStr;
 
 use gatherscatter::{
-    Aggregate, EmbeddingBag, Gather, GatherElements, GatherND, Op, Profile, Reduction,
+    Aggregate, EmbeddingBag, Gather, GatherElements, GatherND, IndexPolicy, Op, Profile, Reduction,
     ScatterElements, ScatterMode, ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, Tensor,
     TensorScatter, TensorView, TypedTensor,
 };
@@ -104,6 +104,19 @@ fn run<'py>(
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    run_policy(py, op, inputs, out, threads, &IndexPolicy::Raise)
+}
+
+/// [`run`] under an index policy: with any but `raise`, the result is
+/// computed fresh and then copied into `out` when one is given.
+fn run_policy<'py>(
+    py: Python<'py>,
+    op: Op,
+    inputs: &[&Bound<'py, PyAny>],
+    out: Option<&Bound<'py, PyAny>>,
+    threads: Option<usize>,
+    policy: &IndexPolicy,
+) -> PyResult<Bound<'py, PyAny>> {
     let held = inputs
         .iter()
         .zip(op.inputs())
@@ -122,6 +135,19 @@ fn run<'py>(
     } else {
         threads::pool(threads)?
     };
+    if *policy != IndexPolicy::Raise {
+        let tensor =
+            work(py, inline, pool.as_deref(), || policy.run(&op, &views)).map_err(to_py_err)?;
+        let result = arrays::result(py, tensor, held[0].str_type())?;
+        return match out {
+            None => Ok(result),
+            Some(out_obj) => {
+                let np = py.import("numpy")?;
+                np.call_method1("copyto", (out_obj, &result))?;
+                Ok(out_obj.clone())
+            }
+        };
+    }
     match out {
         None => {
             let tensor = work(py, inline, pool.as_deref(), || op.run(&views)).map_err(to_py_err)?;
@@ -134,6 +160,32 @@ fn run<'py>(
             work(py, inline, pool.as_deref(), || op.run_into(&views, view)).map_err(to_py_err)?;
             Ok(out_obj.clone())
         }
+    }
+}
+
+/// `mode=` (and `fill_value=`, cast to `data`'s dtype as the package's
+/// fill values are) as an index policy.
+fn policy(
+    py: Python<'_>,
+    mode: &str,
+    fill_value: Option<&Bound<'_, PyAny>>,
+    data: &Bound<'_, PyAny>,
+) -> PyResult<IndexPolicy> {
+    let parsed = IndexPolicy::from_str(mode).map_err(to_py_err)?;
+    match (parsed, fill_value) {
+        (IndexPolicy::Fill(_), Some(value)) => {
+            let np = py.import("numpy")?;
+            let data = np.call_method1("asarray", (data,))?;
+            let cast = py
+                .import("gatherscatter._segments")?
+                .call_method1("_fill_value", (value, data))?;
+            Ok(IndexPolicy::Fill(Some(self::value(&cast, "fill_value")?)))
+        }
+        (_, Some(_)) => Err(errors::from_kind_now(
+            "bad_attribute",
+            &format!("fill_value is only used with mode='fill', not mode={mode:?}"),
+        )),
+        (parsed, None) => Ok(parsed),
     }
 }
 
@@ -281,13 +333,19 @@ fn work<R: Send>(
 /// is written: an out-of-range index raises ``OutOfBoundsError`` (an
 /// ``IndexError``) and ``out`` is left as it was. ``profile`` checks the call
 /// against a contract: ``"onnx:13"``, ``"directml:3.0"``, ``"mindspore"``.
+/// ``mode`` changes what an out-of-range index does (JAX's modes):
+/// ``"clip"`` (negatives count from the end, then clamp), ``"wrap"``
+/// (modulo), ``"fill"`` (its slice is ``fill_value``; default NaN, the most
+/// negative integer, ...).
 ///
 /// >>> import numpy as np, gatherscatter as gs
+/// >>> gs.gather(np.array([10, 20, 30]), np.array([0, 5]), mode="fill", fill_value=-1)
+/// array([10, -1])
 /// >>> gs.gather(np.array([[1, 2], [3, 4], [5, 6]]), np.array([2, -3]))
 /// array([[5, 6],
 ///        [1, 2]])
 #[pyfunction]
-#[pyo3(signature = (data, indices, axis=0, batch_dims=0, *, profile=None, out=None, threads=None))]
+#[pyo3(signature = (data, indices, axis=0, batch_dims=0, *, mode="raise", fill_value=None, profile=None, out=None, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn gather<'py>(
     py: Python<'py>,
@@ -295,6 +353,8 @@ fn gather<'py>(
     indices: &Bound<'py, PyAny>,
     axis: i64,
     batch_dims: i64,
+    mode: &str,
+    fill_value: Option<&Bound<'py, PyAny>>,
     profile: Option<&str>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
@@ -302,7 +362,8 @@ fn gather<'py>(
     let op = Gather::new(axis)
         .batch_dims(self::batch_dims(batch_dims)?)
         .profile(self::profile(profile)?);
-    run(py, op.into(), &[data, indices], out, threads)
+    let policy = policy(py, mode, fill_value, data)?;
+    run_policy(py, op.into(), &[data, indices], out, threads, &policy)
 }
 
 /// ONNX GatherElements: ``out[p] = data[p with p[axis] := indices[p]]``;
@@ -311,24 +372,30 @@ fn gather<'py>(
 /// ``indices`` has ``data``'s rank; off ``axis`` its dims are at most
 /// ``data``'s. Negative indices count from the end. An out-of-range index
 /// raises ``OutOfBoundsError`` (an ``IndexError``); ``out`` is left as it was.
+/// ``mode="clip"``, ``"wrap"`` or ``"fill"`` (with ``fill_value``) change
+/// that, as for ``gather``.
 ///
 /// >>> import numpy as np, gatherscatter as gs
 /// >>> gs.gather_elements(np.array([[1, 2], [3, 4]]), np.array([[0, 0], [1, 0]]), axis=1)
 /// array([[1, 1],
 ///        [4, 3]])
 #[pyfunction]
-#[pyo3(signature = (data, indices, axis=0, *, profile=None, out=None, threads=None))]
+#[pyo3(signature = (data, indices, axis=0, *, mode="raise", fill_value=None, profile=None, out=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
 fn gather_elements<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     indices: &Bound<'py, PyAny>,
     axis: i64,
+    mode: &str,
+    fill_value: Option<&Bound<'py, PyAny>>,
     profile: Option<&str>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let op = GatherElements::new(axis).profile(self::profile(profile)?);
-    run(py, op.into(), &[data, indices], out, threads)
+    let policy = policy(py, mode, fill_value, data)?;
+    run_policy(py, op.into(), &[data, indices], out, threads, &policy)
 }
 
 /// ONNX ScatterElements: ``out = data.copy()``; then for each position ``p``
@@ -341,12 +408,18 @@ fn gather_elements<'py>(
 /// thread count, run after run. ``data`` is never written. On an
 /// out-of-range index an ``OutOfBoundsError`` is raised; a caller's ``out``
 /// may then be partly written (indices are checked as they are applied).
+/// ``mode="drop"`` (JAX's) skips the updates whose index is out of range;
+/// ``"clip"`` and ``"wrap"`` move them into range.
+///
+/// >>> import numpy as np, gatherscatter as gs
+/// >>> gs.scatter_elements(np.zeros(3), np.array([0, 7]), np.array([1., 2.]), mode="drop")
+/// array([1., 0., 0.])
 ///
 /// >>> import numpy as np, gatherscatter as gs
 /// >>> gs.scatter_elements(np.zeros(3), np.array([0, 0, 2]), np.array([1., 2., 3.]), reduction="add")
 /// array([3., 0., 3.])
 #[pyfunction]
-#[pyo3(signature = (data, indices, updates, axis=0, reduction="none", *, profile=None, out=None, threads=None))]
+#[pyo3(signature = (data, indices, updates, axis=0, reduction="none", *, mode="raise", profile=None, out=None, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn scatter_elements<'py>(
     py: Python<'py>,
@@ -355,6 +428,7 @@ fn scatter_elements<'py>(
     updates: &Bound<'py, PyAny>,
     axis: i64,
     reduction: &str,
+    mode: &str,
     profile: Option<&str>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
@@ -362,7 +436,15 @@ fn scatter_elements<'py>(
     let op = ScatterElements::new(axis)
         .reduction(self::reduction(reduction)?)
         .profile(self::profile(profile)?);
-    run(py, op.into(), &[data, indices, updates], out, threads)
+    let policy = policy(py, mode, None, data)?;
+    run_policy(
+        py,
+        op.into(),
+        &[data, indices, updates],
+        out,
+        threads,
+        &policy,
+    )
 }
 
 /// PyTorch's ``scatter_reduce`` on arrays: ``out = data.copy()``; every
@@ -383,7 +465,7 @@ fn scatter_elements<'py>(
 /// >>> gs.scatter_reduce(np.zeros(3), 0, np.array([0, 0, 2]), np.array([1., 2., 3.]), "mean", include_self=False)
 /// array([1.5, 0. , 3. ])
 #[pyfunction]
-#[pyo3(signature = (data, indices, updates, axis=0, reduce="sum", *, include_self=true, out=None, threads=None))]
+#[pyo3(signature = (data, indices, updates, axis=0, reduce="sum", *, include_self=true, mode="raise", out=None, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn _scatter_reduce<'py>(
     py: Python<'py>,
@@ -393,12 +475,21 @@ fn _scatter_reduce<'py>(
     axis: i64,
     reduce: &str,
     include_self: bool,
+    mode: &str,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let reduce = Aggregate::from_str(reduce).map_err(to_py_err)?;
     let op = ScatterReduce::new(axis, reduce).include_self(include_self);
-    run(py, op.into(), &[data, indices, updates], out, threads)
+    let policy = policy(py, mode, None, data)?;
+    run_policy(
+        py,
+        op.into(),
+        &[data, indices, updates],
+        out,
+        threads,
+        &policy,
+    )
 }
 
 /// pytorch_scatter's ``segment_csr``: ``src`` reduced over row ranges along
@@ -498,19 +589,23 @@ fn _embedding_bag<'py>(
 /// after the tuple; ``out.shape = indices.shape[:-1] + data.shape[batch_dims + k:]``.
 ///
 /// Negative tuple entries count from the end of their dim; out-of-range
-/// tuples raise ``OutOfBoundsError`` before anything is written.
+/// tuples raise ``OutOfBoundsError`` before anything is written, or with
+/// ``mode="clip"``/``"wrap"`` are moved into range per entry, or with
+/// ``mode="fill"`` give ``fill_value`` for their whole slice.
 ///
 /// >>> import numpy as np, gatherscatter as gs
 /// >>> gs.gather_nd(np.array([[0, 1], [2, 3]]), np.array([[1, 0], [0, 1]]))
 /// array([2, 1])
 #[pyfunction]
-#[pyo3(signature = (data, indices, batch_dims=0, *, profile=None, out=None, threads=None))]
+#[pyo3(signature = (data, indices, batch_dims=0, *, mode="raise", fill_value=None, profile=None, out=None, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn gather_nd<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     indices: &Bound<'py, PyAny>,
     batch_dims: i64,
+    mode: &str,
+    fill_value: Option<&Bound<'py, PyAny>>,
     profile: Option<&str>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
@@ -518,7 +613,8 @@ fn gather_nd<'py>(
     let op = GatherND::new()
         .batch_dims(self::batch_dims(batch_dims)?)
         .profile(self::profile(profile)?);
-    run(py, op.into(), &[data, indices], out, threads)
+    let policy = policy(py, mode, fill_value, data)?;
+    run_policy(py, op.into(), &[data, indices], out, threads, &policy)
 }
 
 /// ONNX ScatterND: ``out = data.copy()``; then for each tuple
@@ -529,13 +625,14 @@ fn gather_nd<'py>(
 /// ``updates.shape == indices.shape[:-1] + data.shape[k:]``. Duplicates
 /// resolve in row-major order under every reduction (``"none"``: the last
 /// wins), so results never depend on threads. Every tuple is checked before
-/// anything is written.
+/// anything is written; ``mode="drop"`` skips a tuple with an entry out of
+/// range, ``"clip"``/``"wrap"`` move its entries into range.
 ///
 /// >>> import numpy as np, gatherscatter as gs
 /// >>> gs.scatter_nd(np.zeros(4, np.int32), np.array([[1], [1], [3]]), np.array([5, 6, 7], np.int32), reduction="add")
 /// array([ 0, 11,  0,  7], dtype=int32)
 #[pyfunction]
-#[pyo3(signature = (data, indices, updates, reduction="none", *, profile=None, out=None, threads=None))]
+#[pyo3(signature = (data, indices, updates, reduction="none", *, mode="raise", profile=None, out=None, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn scatter_nd<'py>(
     py: Python<'py>,
@@ -543,6 +640,7 @@ fn scatter_nd<'py>(
     indices: &Bound<'py, PyAny>,
     updates: &Bound<'py, PyAny>,
     reduction: &str,
+    mode: &str,
     profile: Option<&str>,
     out: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
@@ -550,7 +648,15 @@ fn scatter_nd<'py>(
     let op = ScatterND::new()
         .reduction(self::reduction(reduction)?)
         .profile(self::profile(profile)?);
-    run(py, op.into(), &[data, indices, updates], out, threads)
+    let policy = policy(py, mode, None, data)?;
+    run_policy(
+        py,
+        op.into(),
+        &[data, indices, updates],
+        out,
+        threads,
+        &policy,
+    )
 }
 
 /// ScatterND applied to ``data`` where it lies (no copy of ``data``): the

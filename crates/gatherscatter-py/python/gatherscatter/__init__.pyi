@@ -25,22 +25,25 @@ OPERATORS: List[str]
 Reduction = Literal["none", "add", "mul", "max", "min"]
 Aggregate = Literal["sum", "prod", "mean", "amax", "amin", "add", "mul", "max", "min"]
 IndexLike = Union[npt.ArrayLike, Tuple[npt.ArrayLike, ...]]
+GatherMode = Literal["raise", "clip", "wrap", "fill"]
+ScatterMode = Literal["raise", "clip", "wrap", "drop"]
 
 def gather(data: npt.ArrayLike, indices: npt.ArrayLike, axis: int = 0, batch_dims: int = 0, *,
-           profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+           mode: GatherMode = "raise", fill_value: Any = None, profile: Optional[str] = None, out: Optional[np.ndarray] = None,
            threads: Optional[int] = None) -> np.ndarray: ...
 def gather_elements(data: npt.ArrayLike, indices: npt.ArrayLike, axis: int = 0, *,
-                    profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+                    mode: GatherMode = "raise", fill_value: Any = None, profile: Optional[str] = None, out: Optional[np.ndarray] = None,
                     threads: Optional[int] = None) -> np.ndarray: ...
 def scatter_elements(data: npt.ArrayLike, indices: npt.ArrayLike, updates: npt.ArrayLike,
                      axis: int = 0, reduction: Reduction = "none", *,
-                     profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+                     mode: ScatterMode = "raise", profile: Optional[str] = None, out: Optional[np.ndarray] = None,
                      threads: Optional[int] = None) -> np.ndarray: ...
 def gather_nd(data: npt.ArrayLike, indices: npt.ArrayLike, batch_dims: int = 0, *,
-              profile: Optional[str] = None, out: Optional[np.ndarray] = None,
+              mode: GatherMode = "raise", fill_value: Any = None, profile: Optional[str] = None, out: Optional[np.ndarray] = None,
               threads: Optional[int] = None) -> np.ndarray: ...
 def scatter_nd(data: npt.ArrayLike, indices: npt.ArrayLike, updates: npt.ArrayLike,
-               reduction: Reduction = "none", *, profile: Optional[str] = None,
+               reduction: Reduction = "none", *, mode: ScatterMode = "raise",
+               profile: Optional[str] = None,
                out: Optional[np.ndarray] = None, threads: Optional[int] = None) -> np.ndarray: ...
 def tensor_scatter(past_cache: npt.ArrayLike, update: npt.ArrayLike,
                    write_indices: Optional[npt.ArrayLike] = None, axis: int = -2,
@@ -49,8 +52,8 @@ def tensor_scatter(past_cache: npt.ArrayLike, update: npt.ArrayLike,
                    threads: Optional[int] = None) -> np.ndarray: ...
 
 def take(a: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int] = None,
-         out: Optional[np.ndarray] = None, mode: Literal["raise", "wrap", "clip"] = "raise", *,
-         threads: Optional[int] = None) -> Any: ...
+         out: Optional[np.ndarray] = None, mode: Literal["raise", "wrap", "clip", "fill"] = "raise", *,
+         fill_value: Any = None, threads: Optional[int] = None) -> Any: ...
 def take_along_axis(arr: npt.ArrayLike, indices: npt.ArrayLike, axis: Optional[int] = -1, *,
                     threads: Optional[int] = None) -> np.ndarray: ...
 def put_along_axis(arr: np.ndarray, indices: npt.ArrayLike, values: npt.ArrayLike,
@@ -61,7 +64,7 @@ def maximum_at(a: np.ndarray, indices: IndexLike, b: npt.ArrayLike) -> None: ...
 def minimum_at(a: np.ndarray, indices: IndexLike, b: npt.ArrayLike) -> None: ...
 
 def scatter_reduce(input: npt.ArrayLike, dim: int, index: npt.ArrayLike, src: npt.ArrayLike,
-                   reduce: Aggregate, *, include_self: bool = True,
+                   reduce: Aggregate, *, include_self: bool = True, mode: ScatterMode = "raise",
                    out: Optional[np.ndarray] = None, threads: Optional[int] = None) -> np.ndarray: ...
 
 @overload

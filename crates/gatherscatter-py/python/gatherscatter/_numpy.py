@@ -36,38 +36,36 @@ def _integer_indices(indices: Any, what: str = "indices") -> np.ndarray:
 
 
 def take(a: Any, indices: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None,
-         mode: str = "raise", *, threads: Optional[int] = None) -> Any:
+         mode: str = "raise", *, fill_value: Any = None, threads: Optional[int] = None) -> Any:
     """``numpy.take``: elements of ``a`` at ``indices`` along ``axis``
     (of the flattened ``a`` when ``axis`` is None).
 
     ``mode="raise"`` (the default) raises ``OutOfBoundsError``, an
     ``IndexError``, for an index outside ``[-n, n)``; ``"wrap"`` takes indices
     modulo ``n``; ``"clip"`` clips them to ``[0, n - 1]`` (negative indices
-    clip to 0, as numpy's). A 0-d result is returned as a numpy scalar, as
-    numpy does.
+    clip to 0, as numpy's; ``gather(mode="clip")`` counts them from the end
+    first, as JAX); ``"fill"`` (JAX's) gives ``fill_value`` (default: NaN,
+    the most negative integer, ...) where an index is out of range. An empty
+    axis has nothing to wrap or clip to: ``OutOfBoundsError``. A 0-d result
+    is returned as a numpy scalar, as numpy does.
 
     >>> import numpy as np, gatherscatter as gs
     >>> gs.take(np.array([4, 3, 5, 7, 6, 8]), [0, 1, 4])
     array([4, 3, 6])
+    >>> gs.take(np.array([4, 3, 5]), [-1, 5], mode="clip")
+    array([4, 5])
     """
     a = np.asarray(a)
     idx = _integer_indices(indices)
     if axis is None:
         a = a.reshape(-1)
         axis = 0
-    if mode != "raise":
-        n = a.shape[_normalize_axis(axis, a.ndim)]
-        if mode == "wrap":
-            if n == 0 and idx.size:
-                raise OutOfBoundsError("cannot do a non-empty take from an empty axis", "out_of_bounds")
-            idx = np.mod(idx, max(n, 1))
-        elif mode == "clip":
-            if n == 0 and idx.size:
-                raise OutOfBoundsError("cannot do a non-empty take from an empty axis", "out_of_bounds")
-            idx = np.clip(idx, 0, max(n - 1, 0))
-        else:
-            raise ValueError(f"mode must be 'raise', 'wrap' or 'clip', not {mode!r}")
-    result = _native.gather(a, idx, axis, out=out, threads=threads)
+    if mode not in ("raise", "wrap", "clip", "fill"):
+        raise ValueError(f"mode must be 'raise', 'wrap', 'clip' or 'fill', not {mode!r}")
+    if mode == "clip":
+        idx = np.maximum(idx, 0)  # numpy's clip: negatives do not count from the end
+    extra = {"fill_value": fill_value} if fill_value is not None else {}
+    result = _native.gather(a, idx, axis, mode=mode, out=out, threads=threads, **extra)
     if out is None and result.ndim == 0:
         return result[()]
     return result

@@ -20,8 +20,8 @@ from ._segments import _fill_value
 
 
 def scatter_reduce(input: Any, dim: int, index: Any, src: Any, reduce: str, *,
-                   include_self: bool = True, out: Optional[np.ndarray] = None,
-                   threads: Optional[int] = None) -> Any:
+                   include_self: bool = True, mode: str = "raise",
+                   out: Optional[np.ndarray] = None, threads: Optional[int] = None) -> Any:
     """``torch.scatter_reduce`` for arrays: a copy of ``input`` where each
     target ``t = p with p[dim] := index[p]`` aggregates ``src[p]`` for every
     ``p`` aimed at it, and ``input[t]`` when ``include_self``.
@@ -39,7 +39,8 @@ def scatter_reduce(input: Any, dim: int, index: Any, src: Any, reduce: str, *,
     ``dim`` (PyTorch refuses them); without ``self``, a target's first value
     replaces it, so a sum of ``-0.0`` alone is ``-0.0`` (PyTorch starts
     from ``+0.0``). Out-of-range indices raise ``OutOfBoundsError`` (an
-    ``IndexError``).
+    ``IndexError``), or with ``mode="drop"`` (JAX's) are skipped; ``"clip"``
+    and ``"wrap"`` move them into range.
 
     >>> import numpy as np, gatherscatter as gs
     >>> gs.scatter_reduce(np.array([1., 2., 3., 4.]), 0, np.array([0, 1, 0, 1, 2, 1]),
@@ -52,7 +53,7 @@ def scatter_reduce(input: Any, dim: int, index: Any, src: Any, reduce: str, *,
             i <= s for i, s in zip(index.shape, src.shape)):
         src = src[tuple(slice(0, i) for i in index.shape)]
     return _native._scatter_reduce(input, index, src, dim, reduce, include_self=include_self,
-                                   out=out, threads=threads)
+                                   mode=mode, out=out, threads=threads)
 
 
 def embedding_bag(weight: Any, indices: Any, offsets: Any = None, mode: str = "mean",
