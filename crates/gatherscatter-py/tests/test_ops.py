@@ -166,7 +166,8 @@ def test_inputs_may_be_lists_and_scalars_as_with_numpy():
 
 def test_operator_list_is_the_cores():
     assert gs.OPERATORS == ["Gather", "GatherElements", "ScatterElements",
-                            "GatherND", "ScatterND", "TensorScatter", "ScatterReduce"]
+                            "GatherND", "ScatterND", "TensorScatter", "ScatterReduce",
+                            "SegmentCsr", "SegmentCoo", "EmbeddingBag"]
 
 
 
