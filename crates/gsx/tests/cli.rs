@@ -1112,3 +1112,41 @@ fn index_subcommands_run_pytorchs_examples() {
     assert_eq!(read_tensor(&out), selected);
     expect_failure(&run(&["index-select", s, i]), 1, "out_of_bounds");
 }
+
+/// `--mode` on the gathers and scatters: clip, fill with `--fill-value` in
+/// data's dtype, drop; a mode an op does not take, and a fill value
+/// without fill, refused.
+#[test]
+fn mode_flags_change_what_an_out_of_range_index_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, tensor: Tensor| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, npy::encode(&tensor).unwrap()).unwrap();
+        path
+    };
+    let data = write("data.npy", Tensor::from_vec(vec![10i32, 20, 30]));
+    let indices = write("indices.npy", Tensor::from_vec(vec![-4i64, 1, 5]));
+    let updates = write("updates.npy", Tensor::from_vec(vec![1i32, 2, 3]));
+    let out = dir.path().join("out.npy");
+    let run = |command: &str, extra: &[&Path], flags: &[&str]| {
+        let mut args = vec![command, path_str(&data), path_str(&indices)];
+        args.extend(extra.iter().map(|p| path_str(p)));
+        args.extend(flags);
+        args.extend(["-o", path_str(&out)]);
+        gsx(&args)
+    };
+    assert_success(&run("gather", &[], &["--mode", "clip"]));
+    assert_eq!(read_tensor(&out), Tensor::from_vec(vec![10i32, 20, 30]));
+    assert_success(&run(
+        "gather",
+        &[],
+        &["--mode", "fill", "--fill-value", "-1"],
+    ));
+    assert_eq!(read_tensor(&out), Tensor::from_vec(vec![-1i32, 20, -1]));
+    assert_success(&run("scatter-elements", &[&updates], &["--mode", "drop"]));
+    assert_eq!(read_tensor(&out), Tensor::from_vec(vec![10i32, 2, 30]));
+    expect_failure(&run("gather", &[], &["--mode", "drop"]), 1, "bad_attribute");
+    let flags = ["--mode", "clip", "--fill-value", "0"];
+    expect_failure(&run("gather", &[], &flags), 1, "bad_attribute");
+    expect_failure(&run("gather", &[], &[]), 1, "out_of_bounds");
+}

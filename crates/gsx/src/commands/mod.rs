@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use gatherscatter::{Aggregate, Profile, Reduction, ScatterMode};
+use gatherscatter::{Aggregate, IndexPolicy, Profile, Reduction, ScatterMode};
 
 pub mod conformance;
 pub mod ops;
@@ -86,6 +86,24 @@ pub struct CommonArgs {
     pub threads: Option<u16>,
 }
 
+/// What an out-of-range index does, for the gathers and scatters.
+#[derive(Debug, Args)]
+pub struct ModeArgs {
+    /// raise (the default), clip, wrap, fill (gathers) or drop (scatters);
+    /// see the spec's index policies.
+    #[arg(long, default_value = "raise", value_parser = parse_policy)]
+    pub mode: IndexPolicy,
+    /// What out-of-range positions read under --mode fill, in data's dtype
+    /// (default: NaN, the most negative integer, ...).
+    #[arg(long, allow_hyphen_values = true)]
+    pub fill_value: Option<String>,
+}
+
+fn parse_policy(text: &str) -> Result<IndexPolicy, String> {
+    text.parse()
+        .map_err(|e: gatherscatter::Error| e.to_string())
+}
+
 /// `gsx gather`.
 #[derive(Debug, Args)]
 pub struct GatherArgs {
@@ -99,6 +117,9 @@ pub struct GatherArgs {
     /// Leading dimensions shared by data and indices.
     #[arg(long, default_value_t = 0)]
     pub batch_dims: usize,
+    /// What an out-of-range index does.
+    #[command(flatten)]
+    pub index_mode: ModeArgs,
     /// Output and run options.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -114,6 +135,9 @@ pub struct ElementsArgs {
     /// The axis the indices address (negative counts from the end).
     #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     pub axis: i64,
+    /// What an out-of-range index does.
+    #[command(flatten)]
+    pub index_mode: ModeArgs,
     /// Output and run options.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -134,6 +158,9 @@ pub struct ScatterElementsArgs {
     /// How an update combines with the element: none, add, mul, max, min.
     #[arg(long, default_value = "none", value_parser = parse_reduction)]
     pub reduction: Reduction,
+    /// What an out-of-range index does.
+    #[command(flatten)]
+    pub index_mode: ModeArgs,
     /// Output and run options.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -157,6 +184,9 @@ pub struct ScatterReduceArgs {
     /// Whether data's own value is one of them: true (default) or false.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub include_self: bool,
+    /// What an out-of-range index does.
+    #[command(flatten)]
+    pub index_mode: ModeArgs,
     /// Output and run options.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -287,6 +317,9 @@ pub struct GatherNdArgs {
     /// Leading dimensions shared by data and indices.
     #[arg(long, default_value_t = 0)]
     pub batch_dims: usize,
+    /// What an out-of-range index does.
+    #[command(flatten)]
+    pub index_mode: ModeArgs,
     /// Output and run options.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -304,6 +337,9 @@ pub struct ScatterNdArgs {
     /// How an update combines with the slice: none, add, mul, max, min.
     #[arg(long, default_value = "none", value_parser = parse_reduction)]
     pub reduction: Reduction,
+    /// What an out-of-range index does.
+    #[command(flatten)]
+    pub index_mode: ModeArgs,
     /// Output and run options.
     #[command(flatten)]
     pub common: CommonArgs,

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use gatherscatter::{
-    EmbeddingBag, Gather, GatherElements, GatherND, Op, ScatterElements, ScatterND, ScatterReduce,
-    SegmentCoo, SegmentCsr, Tensor, TensorScatter, TensorView,
+    EmbeddingBag, Gather, GatherElements, GatherND, IndexPolicy, Op, ScatterElements, ScatterND,
+    ScatterReduce, SegmentCoo, SegmentCsr, Tensor, TensorScatter, TensorView,
 };
 
 use super::{
     CommonArgs, ElementsArgs, EmbeddingBagArgs, GatherArgs, GatherNdArgs, IndexScatterArgs,
-    IndexSelectArgs, ScatterElementsArgs, ScatterNdArgs, ScatterReduceArgs, SegmentArgs,
+    IndexSelectArgs, ModeArgs, ScatterElementsArgs, ScatterNdArgs, ScatterReduceArgs, SegmentArgs,
     SegmentCooArgs, SegmentCsrArgs, TensorScatterArgs,
 };
 use crate::error::CliError;
@@ -21,13 +21,23 @@ pub fn gather(args: &GatherArgs) -> Result<(), CliError> {
     let op = Gather::new(args.axis)
         .batch_dims(args.batch_dims)
         .profile(args.common.profile);
-    execute(op.into(), &[&args.data, &args.indices], &args.common)
+    execute_in_mode(
+        op.into(),
+        &[&args.data, &args.indices],
+        &args.common,
+        &args.index_mode,
+    )
 }
 
 /// `gsx gather-elements`.
 pub fn gather_elements(args: &ElementsArgs) -> Result<(), CliError> {
     let op = GatherElements::new(args.axis).profile(args.common.profile);
-    execute(op.into(), &[&args.data, &args.indices], &args.common)
+    execute_in_mode(
+        op.into(),
+        &[&args.data, &args.indices],
+        &args.common,
+        &args.index_mode,
+    )
 }
 
 /// `gsx scatter-elements`.
@@ -35,11 +45,8 @@ pub fn scatter_elements(args: &ScatterElementsArgs) -> Result<(), CliError> {
     let op = ScatterElements::new(args.axis)
         .reduction(args.reduction)
         .profile(args.common.profile);
-    execute(
-        op.into(),
-        &[&args.data, &args.indices, &args.updates],
-        &args.common,
-    )
+    let paths = [&args.data, &args.indices, &args.updates];
+    execute_in_mode(op.into(), &paths, &args.common, &args.index_mode)
 }
 
 /// `gsx scatter-reduce`.
@@ -47,11 +54,8 @@ pub fn scatter_reduce(args: &ScatterReduceArgs) -> Result<(), CliError> {
     let op = ScatterReduce::new(args.axis, args.reduce)
         .include_self(args.include_self)
         .profile(args.common.profile);
-    execute(
-        op.into(),
-        &[&args.data, &args.indices, &args.updates],
-        &args.common,
-    )
+    let paths = [&args.data, &args.indices, &args.updates];
+    execute_in_mode(op.into(), &paths, &args.common, &args.index_mode)
 }
 
 /// `gsx segment-csr`.
@@ -183,7 +187,12 @@ pub fn gather_nd(args: &GatherNdArgs) -> Result<(), CliError> {
     let op = GatherND::new()
         .batch_dims(args.batch_dims)
         .profile(args.common.profile);
-    execute(op.into(), &[&args.data, &args.indices], &args.common)
+    execute_in_mode(
+        op.into(),
+        &[&args.data, &args.indices],
+        &args.common,
+        &args.index_mode,
+    )
 }
 
 /// `gsx scatter-nd`.
@@ -191,11 +200,8 @@ pub fn scatter_nd(args: &ScatterNdArgs) -> Result<(), CliError> {
     let op = ScatterND::new()
         .reduction(args.reduction)
         .profile(args.common.profile);
-    execute(
-        op.into(),
-        &[&args.data, &args.indices, &args.updates],
-        &args.common,
-    )
+    let paths = [&args.data, &args.indices, &args.updates];
+    execute_in_mode(op.into(), &paths, &args.common, &args.index_mode)
 }
 
 /// The most worker threads `--threads` starts: four per core. More only
@@ -242,6 +248,32 @@ pub fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, f: impl FnOnce() -> R 
         Some(pool) => pool.install(f),
         None => f(),
     }
+}
+
+/// [`execute`] under `--mode` (and `--fill-value`, read in data's dtype).
+fn execute_in_mode(
+    op: Op,
+    paths: &[&PathBuf],
+    common: &CommonArgs,
+    mode: &ModeArgs,
+) -> Result<(), CliError> {
+    if mode.mode == IndexPolicy::Raise && mode.fill_value.is_none() {
+        return execute(op, paths, common);
+    }
+    run_files(op.command(), paths, common, None, |views| {
+        let policy = match (&mode.mode, mode.fill_value.as_deref()) {
+            (IndexPolicy::Fill(_), Some(text)) => {
+                IndexPolicy::Fill(fill_value(Some(text), views[0].dtype())?)
+            }
+            (_, Some(_)) => {
+                return Err(gatherscatter::Error::BadAttribute {
+                    message: "--fill-value is only used with --mode fill".into(),
+                })
+            }
+            (policy, None) => policy.clone(),
+        };
+        Ok(vec![policy.run(&op, views)?])
+    })
 }
 
 fn execute(op: Op, paths: &[&PathBuf], common: &CommonArgs) -> Result<(), CliError> {
