@@ -3,13 +3,15 @@
 //! The tensor gather/scatter operator family, exact on every contract:
 //! ONNX Gather, GatherElements (with the DirectML and MindSpore contracts),
 //! ScatterElements with every reduction and the deprecated Scatter, GatherND,
-//! ScatterND and TensorScatter.
+//! ScatterND and TensorScatter; beyond ONNX, PyTorch's `scatter_reduce`,
+//! `embedding_bag` and `index_*`, and pytorch_scatter's segment reductions.
 //!
 //! - Every one of the 16 ONNX dtypes ([`DType`]) and every integer index type
 //!   (`i8`..`i64`, `u8`..`u64`).
 //! - Every index is checked. Out-of-range values are an [`Error`] naming the
 //!   value, its position, the axis and the valid range — never a panic, a
-//!   wrap or a clamp — and a failed call returns no output. Gather, GatherND,
+//!   wrap or a clamp unless the caller asks for one ([`IndexPolicy`]) — and
+//!   a failed call returns no output. Gather, GatherND,
 //!   ScatterND and TensorScatter check every index before writing;
 //!   GatherElements and ScatterElements, whose indices are as large as their
 //!   output, check each index as they use it, so their `run_into` may leave
