@@ -51,6 +51,14 @@ class Workload:
 
 
 def workloads(rng):
+    """The workloads, each built when reached: a builder's arrays are freed
+    before the next one's are made, so no workload runs beside another's
+    gigabyte of inputs."""
+    for build in (scatter_reduce_workloads, segment_workload, embedding_workload):
+        yield from build(rng)
+
+
+def scatter_reduce_workloads(rng):
     import gatherscatter as gs
     import torch
 
@@ -67,6 +75,12 @@ def workloads(rng):
             lambda reduce=reduce: t_data.scatter_reduce(0, t_index, t_src, reduce).numpy(),
             scatter_reduce_numpy(reduce, data, index, src))
 
+
+
+def segment_workload(rng):
+    import gatherscatter as gs
+    import torch
+
     # segment_csr: 1M rows of 64 floats in 10k segments (none empty, so
     # that numpy's reduceat, which gives an empty segment its first row,
     # computes the same thing).
@@ -80,6 +94,12 @@ def workloads(rng):
         lambda threads: gs.segment_csr(table, indptr, reduce="sum", threads=threads),
         lambda: torch.segment_reduce(t_table, "sum", offsets=t_indptr, axis=0).numpy(),
         lambda: np.add.reduceat(table, indptr[:-1], axis=0))
+
+
+
+def embedding_workload(rng):
+    import gatherscatter as gs
+    import torch
 
     # embedding_bag: a 1M x 128 table, 64k bags of 20 random rows. numpy
     # has no embedding_bag: its spelling is a take, then reduceat.
