@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-30}"
-targets=(gather gather_elements scatter_elements scatter_reduce segment gather_nd scatter_nd tensor_scatter onnx_model onnx_tensor npy_reader npy_writer file_layer)
+targets=(gather gather_elements scatter_elements scatter_reduce segment policy gather_nd scatter_nd tensor_scatter onnx_model onnx_tensor npy_reader npy_writer file_layer)
 cargo +nightly fuzz build -O
 total=0
 for t in "${targets[@]}"; do

@@ -17,6 +17,7 @@ use gatherscatter::{
     Reduction, ScatterElements, ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, Tensor,
     TensorView,
 };
+use gatherscatter::{EmbeddingBag, IndexPolicy};
 
 /// One decoded call.
 #[derive(Debug)]
@@ -393,6 +394,100 @@ fn check_segments<T: RefReduce>(
     assert_same(&out, &shape, &expected, case);
 }
 
+fn run_policy<T: RefReduce>(case: &Case, tuples: bool) {
+    let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
+    let before = data.clone();
+    let indices = case.indices_tensor();
+    let updates = data_tensor(case.data_dtype, &case.indices_shape, case.seed ^ 0x5eed);
+    let policy = match case.seed.rem_euclid(5) {
+        0 => IndexPolicy::Clip,
+        1 => IndexPolicy::Wrap,
+        2 => IndexPolicy::Fill(None),
+        3 => IndexPolicy::Drop,
+        _ => IndexPolicy::Raise,
+    };
+    let ops: Vec<Op> = if tuples {
+        vec![
+            GatherND::new()
+                .batch_dims(case.batch_dims)
+                .profile(case.profile)
+                .into(),
+            ScatterND::new()
+                .reduction(case.reduction)
+                .profile(case.profile)
+                .into(),
+        ]
+    } else {
+        vec![
+            Gather::new(case.axis).profile(case.profile).into(),
+            GatherElements::new(case.axis).profile(case.profile).into(),
+            ScatterElements::new(case.axis)
+                .reduction(case.reduction)
+                .profile(case.profile)
+                .into(),
+        ]
+    };
+    for op in &ops {
+        let views = [
+            TensorView::from(&data),
+            TensorView::from(&indices),
+            TensorView::from(&updates),
+        ];
+        let _ = policy.run(op, &views[..op.inputs().len().min(3)]);
+    }
+    // GatherElements under clip / wrap: the reference on moved indices.
+    if !tuples && matches!(policy, IndexPolicy::Clip | IndexPolicy::Wrap) {
+        let op = Op::from(GatherElements::new(case.axis).profile(case.profile));
+        let result = policy.run(&op, &[TensorView::from(&data), TensorView::from(&indices)]);
+        if let Ok(out) = result {
+            let s = case.data_shape[case.axis()] as i128;
+            let moved: Vec<i128> = case
+                .indices
+                .iter()
+                .map(|&v| match policy {
+                    IndexPolicy::Clip => {
+                        (if (-s..0).contains(&v) { v + s } else { v }).clamp(0, s - 1)
+                    }
+                    _ => v.rem_euclid(s),
+                })
+                .collect();
+            let expected = reference_gather_elements(
+                data.data::<T>().unwrap(),
+                &case.data_shape,
+                &moved,
+                &case.indices_shape,
+                case.axis(),
+            )
+            .expect("moved indices are in range");
+            assert_same(&out, &case.indices_shape, &expected, case);
+        }
+    }
+    // EmbeddingBag: data as the weight, the indices as one flat list in
+    // bags cut at the first index values (clamped), every mode.
+    let flat: Vec<i64> = case
+        .indices
+        .iter()
+        .map(|&v| v.clamp(-99, 99) as i64)
+        .collect();
+    let n = flat.len() as i64;
+    let mut offsets: Vec<i64> = flat.iter().take(3).map(|v| v.rem_euclid(n + 1)).collect();
+    offsets.sort();
+    let list = Tensor::from_vec(flat);
+    let offsets = Tensor::from_vec(offsets);
+    for mode in Aggregate::ALL {
+        let bag = EmbeddingBag::new(mode)
+            .include_last_offset(case.seed % 2 == 0)
+            .padding_idx(case.seed % 3);
+        let _ = bag.run(&data, &list, Some((&offsets).into()), None);
+        let _ = bag.run_with_arg(&data, &list, Some((&offsets).into()), None);
+    }
+    assert_eq!(
+        format!("{data:?}"),
+        format!("{before:?}"),
+        "data is never written"
+    );
+}
+
 fn run_scatter_elements<T: RefReduce>(case: &Case) {
     let data = data_tensor(case.data_dtype, &case.data_shape, case.seed);
     let before = data.clone();
@@ -517,6 +612,20 @@ pub fn fuzz_scatter_reduce(bytes: &[u8]) {
 pub fn fuzz_segment(bytes: &[u8]) {
     if let Ok(case) = Case::decode(&mut Unstructured::new(bytes), false, false) {
         for_dtype!(case.data_dtype, run_segment(&case))
+    }
+}
+
+/// Index policies on every gather and scatter, and EmbeddingBag, on hostile
+/// indices: never a panic, `data` never written; GatherElements under
+/// `clip` / `wrap` equals the reference on indices moved into range by the
+/// policy's formula.
+pub fn fuzz_policy(bytes: &[u8]) {
+    let mut u = Unstructured::new(bytes);
+    let Ok(tuples) = u.arbitrary::<bool>() else {
+        return;
+    };
+    if let Ok(case) = Case::decode(&mut u, !tuples, tuples) {
+        for_dtype!(case.data_dtype, run_policy(&case, tuples))
     }
 }
 
