@@ -117,27 +117,13 @@ fn run_policy<'py>(
     threads: Option<usize>,
     policy: &IndexPolicy,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let held = inputs
-        .iter()
-        .zip(op.inputs())
-        .map(|(obj, name)| arrays::input(obj, name))
-        .collect::<PyResult<Vec<Input<'_>>>>()?;
-    let views = held
-        .iter()
-        .map(Input::view)
-        .collect::<PyResult<Vec<TensorView<'_>>>>()?;
-    let inline = views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES
-        && output_bytes_bound(&op, &views) < INLINE_MAX_BYTES;
-    // An inline call needs no pool (a lock and a lookup), only the check.
-    let pool = if inline {
-        threads::check(threads)?;
-        None
-    } else {
-        threads::pool(threads)?
-    };
+    let held = read(inputs, op.inputs())?;
+    let views = views_of(&held)?;
+    let runner = Runner::new(threads, small(&views, output_bytes_bound(&op, &views)))?;
     if *policy != IndexPolicy::Raise {
-        let tensor =
-            work(py, inline, pool.as_deref(), || policy.run(&op, &views)).map_err(to_py_err)?;
+        let tensor = runner
+            .work(py, || policy.run(&op, &views))
+            .map_err(to_py_err)?;
         let result = arrays::result(py, tensor, held[0].str_type())?;
         return match out {
             None => Ok(result),
@@ -150,14 +136,16 @@ fn run_policy<'py>(
     }
     match out {
         None => {
-            let tensor = work(py, inline, pool.as_deref(), || op.run(&views)).map_err(to_py_err)?;
+            let tensor = runner.work(py, || op.run(&views)).map_err(to_py_err)?;
             arrays::result(py, tensor, held[0].str_type())
         }
         Some(out_obj) => {
             let mut target = arrays::output(out_obj)?;
             let shape = target.shape();
             let view = target.view_mut(&shape)?;
-            work(py, inline, pool.as_deref(), || op.run_into(&views, view)).map_err(to_py_err)?;
+            runner
+                .work(py, || op.run_into(&views, view))
+                .map_err(to_py_err)?;
             Ok(out_obj.clone())
         }
     }
@@ -198,23 +186,10 @@ fn run_function<'py>(
     threads: Option<usize>,
     f: impl Fn(&[TensorView<'_>]) -> gatherscatter::Result<Tensor> + Send + Sync,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let held = inputs
-        .iter()
-        .zip(names)
-        .map(|(obj, name)| arrays::input(obj, name))
-        .collect::<PyResult<Vec<Input<'_>>>>()?;
-    let views = held
-        .iter()
-        .map(Input::view)
-        .collect::<PyResult<Vec<TensorView<'_>>>>()?;
-    let inline = views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES;
-    let pool = if inline {
-        threads::check(threads)?;
-        None
-    } else {
-        threads::pool(threads)?
-    };
-    let tensor = work(py, inline, pool.as_deref(), || f(&views)).map_err(to_py_err)?;
+    let held = read(inputs, names)?;
+    let views = views_of(&held)?;
+    let runner = Runner::new(threads, small(&views, 0))?;
+    let tensor = runner.work(py, || f(&views)).map_err(to_py_err)?;
     arrays::result(py, tensor, held[0].str_type())
 }
 
@@ -267,22 +242,9 @@ fn run_with_arg<'py>(
     inputs: &[&Bound<'py, PyAny>],
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let held = inputs
-        .iter()
-        .zip(op.inputs())
-        .map(|(obj, name)| arrays::input(obj, name))
-        .collect::<PyResult<Vec<Input<'_>>>>()?;
-    let views = held
-        .iter()
-        .map(Input::view)
-        .collect::<PyResult<Vec<TensorView<'_>>>>()?;
-    let inline = views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES;
-    let pool = if inline {
-        threads::check(threads)?;
-        None
-    } else {
-        threads::pool(threads)?
-    };
+    let held = read(inputs, op.inputs())?;
+    let views = views_of(&held)?;
+    let runner = Runner::new(threads, small(&views, 0))?;
     let call = || -> gatherscatter::Result<(Tensor, TypedTensor<i64>)> {
         match op {
             Op::SegmentCsr(csr) => csr.run_with_arg(views[0], views[1]),
@@ -298,7 +260,7 @@ fn run_with_arg<'py>(
             }),
         }
     };
-    let (values, arg) = work(py, inline, pool.as_deref(), call).map_err(to_py_err)?;
+    let (values, arg) = runner.work(py, call).map_err(to_py_err)?;
     let values = arrays::result(py, values, held[0].str_type())?;
     let arg = arrays::result(py, arg.into(), None)?;
     Ok((values, arg).into_pyobject(py)?.into_any())
@@ -309,18 +271,51 @@ fn value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     Ok(arrays::input(obj, what)?.view()?.to_owned())
 }
 
-/// Run `f` here when the call is small (`inline`), else without the GIL on
-/// `pool` (the global pool when `None`).
-fn work<R: Send>(
-    py: Python<'_>,
+/// The arguments read as core tensors (`names` name them in messages).
+fn read<'py>(inputs: &[&Bound<'py, PyAny>], names: &[&str]) -> PyResult<Vec<Input<'py>>> {
+    inputs
+        .iter()
+        .zip(names)
+        .map(|(obj, name)| arrays::input(obj, name))
+        .collect()
+}
+
+fn views_of<'a>(held: &'a [Input<'_>]) -> PyResult<Vec<TensorView<'a>>> {
+    held.iter().map(Input::view).collect()
+}
+
+/// Whether a call is small enough to run inline: its inputs and
+/// `output_bound` (an upper bound of its output's bytes) together.
+fn small(views: &[TensorView<'_>], output_bound: usize) -> bool {
+    views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES
+        && output_bound < INLINE_MAX_BYTES
+}
+
+/// Where a call runs: here, holding the GIL, when it is small; else
+/// without the GIL on the chosen pool (the global one when `None`).
+struct Runner {
     inline: bool,
-    pool: Option<&rayon::ThreadPool>,
-    f: impl FnOnce() -> R + Send,
-) -> R {
-    if inline {
-        f()
-    } else {
-        py.detach(|| threads::run(pool, f))
+    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
+}
+
+impl Runner {
+    fn new(threads: Option<usize>, inline: bool) -> PyResult<Runner> {
+        // An inline call needs no pool (a lock and a lookup), only the check.
+        let pool = if inline {
+            threads::check(threads)?;
+            None
+        } else {
+            threads::pool(threads)?
+        };
+        Ok(Runner { inline, pool })
+    }
+
+    fn work<R: Send>(&self, py: Python<'_>, f: impl FnOnce() -> R + Send) -> R {
+        if self.inline {
+            f()
+        } else {
+            py.detach(|| threads::run(self.pool.as_deref(), f))
+        }
     }
 }
 
@@ -683,7 +678,10 @@ fn _scatter_nd_in_place<'py>(
     let (iv, uv) = (indices.view()?, updates.view()?);
     // Serial work: the pool would only add a hand-over.
     let inline = arrays::bytes(&iv) + arrays::bytes(&uv) < INLINE_MAX_BYTES;
-    work(py, inline, None, || op.run_in_place(view, iv, uv)).map_err(to_py_err)
+    let runner = Runner { inline, pool: None };
+    runner
+        .work(py, || op.run_in_place(view, iv, uv))
+        .map_err(to_py_err)
 }
 
 /// ONNX TensorScatter (opset 24), a KV-cache update: ``out = past_cache.copy()``;
