@@ -194,6 +194,17 @@ fn check_outcome<T: RefReduce>(
     }
 }
 
+/// The aggregate a case's ONNX reduction picks (none: mean).
+fn aggregate_of(reduction: Reduction) -> Aggregate {
+    match reduction {
+        Reduction::Add => Aggregate::Sum,
+        Reduction::Mul => Aggregate::Prod,
+        Reduction::Max => Aggregate::Amax,
+        Reduction::Min => Aggregate::Amin,
+        _ => Aggregate::Mean,
+    }
+}
+
 /// Every op runs through the library's one operator list, as `gsx` and the
 /// model runner call it.
 fn run_op(op: impl Into<Op>, inputs: &[&Tensor]) -> gatherscatter::Result<Tensor> {
@@ -246,13 +257,7 @@ fn run_scatter_reduce<T: RefReduce>(case: &Case) {
     let updates = data_tensor(case.data_dtype, &case.indices_shape, case.seed ^ 0x5eed);
     // The case's ONNX reduction picks the aggregate (none: mean), its seed
     // whether data's values count.
-    let reduce = match case.reduction {
-        Reduction::Add => Aggregate::Sum,
-        Reduction::Mul => Aggregate::Prod,
-        Reduction::Max => Aggregate::Amax,
-        Reduction::Min => Aggregate::Amin,
-        _ => Aggregate::Mean,
-    };
+    let reduce = aggregate_of(case.reduction);
     let include_self = case.seed % 2 == 0;
     let op = ScatterReduce::new(case.axis, reduce)
         .include_self(include_self)
@@ -287,13 +292,7 @@ fn run_scatter_reduce<T: RefReduce>(case: &Case) {
 fn run_segment<T: RefReduce>(case: &Case) {
     let src = data_tensor(case.data_dtype, &case.data_shape, case.seed);
     let before = src.clone();
-    let reduce = match case.reduction {
-        Reduction::Add => Aggregate::Sum,
-        Reduction::Mul => Aggregate::Prod,
-        Reduction::Max => Aggregate::Amax,
-        Reduction::Min => Aggregate::Amin,
-        _ => Aggregate::Mean,
-    };
+    let reduce = aggregate_of(case.reduction);
     let rank = case.indices_shape.len();
     let axis = rank.saturating_sub(1);
     let rows = case.data_shape.get(axis).copied().unwrap_or(0);
