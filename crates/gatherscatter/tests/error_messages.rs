@@ -65,6 +65,9 @@ fn table() -> Vec<(ErrorKind, String)> {
             .profile(Profile::Onnx { opset: 16 })
             .run(&data, &t_i64(&[1, 5], &[0; 5]), &t_f32(&[1, 5]))
             .unwrap_err(),
+        gatherscatter::SegmentCsr::new(gatherscatter::Aggregate::Sum)
+            .run(&t_f32(&[4]), &t_i64(&[3], &[0, 3, 2]))
+            .unwrap_err(),
         Gather::new(1)
             .run(
                 &Tensor::new(vec![1 << 40, 0, 1 << 40], Vec::<f32>::new()).unwrap(),
@@ -96,6 +99,7 @@ fn every_error_kind_names_its_numbers() {
         ("bad_dtype", "indices has dtype int32, which DirectML GatherElements at feature level 2.1 does not accept (accepted: uint32)"),
         ("bad_attribute", "batch_dims 1 exceeds axis 0: the gathered axis cannot be a batch dimension"),
         ("bad_reduction", "reduction max is not allowed by ONNX ScatterElements-16 (opset 16) (allowed: none, add, mul)"),
+        ("bad_segments", "indptr decreases at indptr[2]: 2 after 3; it must be non-decreasing"),
         ("size_overflow", "the element count of Gather output with shape [1099511627776, 1, 1099511627776] overflows usize"),
         ("unsupported", "ScatterElements is not part of the mindspore profile"),
     ];
