@@ -86,6 +86,19 @@ fn dtype_mismatch(what: &'static str, given: DType, data: DType, context: &str) 
     }
 }
 
+/// A caller's fill value must be one value of the data's dtype. `context`
+/// holds `{}` where the data dtype goes, e.g. `"SegmentCsr on {} src"`.
+pub(crate) fn check_fill(fill: &crate::Tensor, dtype: DType, context: &str) -> Result<()> {
+    require_same_dtype("fill", fill.dtype(), dtype, context)?;
+    if fill.len() != 1 {
+        return Err(Error::shape(format!(
+            "fill has {} elements; it must be one value",
+            fill.len()
+        )));
+    }
+    Ok(())
+}
+
 /// A caller's output buffer must have exactly the op's output shape.
 pub(crate) fn check_output_shape(op: &str, given: &[usize], expected: &[usize]) -> Result<()> {
     if given == expected {

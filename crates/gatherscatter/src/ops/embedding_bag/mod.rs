@@ -14,7 +14,7 @@ use self::kernel::Bags;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, with_index_view, AxisRule, IndexElement};
-use crate::ops::{alloc_output, require_same_dtype, typed_output};
+use crate::ops::{alloc_output, check_fill, require_same_dtype, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel, Overwrite, Reduction};
 use crate::shape::checked_product;
@@ -267,7 +267,9 @@ impl EmbeddingBag {
             });
         }
         let (rows, dim) = (weight.shape()[0], weight.shape()[1]);
-        self.check_fill(dtype)?;
+        if let Some(fill) = &self.fill {
+            check_fill(fill, dtype, "EmbeddingBag on {} weight")?;
+        }
         if let Some(psw) = per_sample_weights {
             self.check_per_sample_weights(psw, dtype, indices.shape())?;
         }
@@ -324,20 +326,6 @@ impl EmbeddingBag {
             },
             entries,
         ))
-    }
-
-    fn check_fill(&self, dtype: DType) -> Result<()> {
-        let Some(fill) = &self.fill else {
-            return Ok(());
-        };
-        require_same_dtype("fill", fill.dtype(), dtype, "EmbeddingBag on {} weight")?;
-        if fill.len() != 1 {
-            return Err(Error::shape(format!(
-                "fill has {} elements; it must be one value",
-                fill.len()
-            )));
-        }
-        Ok(())
     }
 
     fn check_per_sample_weights(

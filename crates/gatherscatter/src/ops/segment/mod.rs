@@ -16,7 +16,7 @@ use self::kernel::Layout;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{with_index_view, IndexElement};
-use crate::ops::{alloc_output, typed_output};
+use crate::ops::{alloc_output, check_fill, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel};
 use crate::shape::checked_product;
@@ -51,20 +51,7 @@ impl Segmented {
         }
         self.reduce.check_dtype(src_dtype)?;
         if let Some(fill) = &self.fill {
-            if fill.dtype() != src_dtype {
-                return Err(Error::BadDType {
-                    what: "fill",
-                    dtype: fill.dtype(),
-                    context: format!("{op} on {src_dtype} src"),
-                    accepted: vec![src_dtype],
-                });
-            }
-            if fill.len() != 1 {
-                return Err(Error::shape(format!(
-                    "fill has {} elements; it must be one value",
-                    fill.len()
-                )));
-            }
+            check_fill(fill, src_dtype, &format!("{op} on {{}} src"))?;
         }
         Ok(())
     }
