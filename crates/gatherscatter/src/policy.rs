@@ -129,19 +129,19 @@ impl IndexPolicy {
         match self {
             IndexPolicy::Clip | IndexPolicy::Wrap => {
                 // In range now, or left as given (an empty axis) for the op to refuse.
-                let fixed: Vec<i64> = resolved
+                let fixed = resolved
                     .iter()
                     .zip(&values)
                     .map(|(r, &v)| r.map_or(clamp_i64(v), |p| p as i64))
                     .collect();
-                let fixed = Tensor::new(indices.shape().to_vec(), fixed)?;
-                let mut with = inputs.to_vec();
-                with[1] = TensorView::from(&fixed);
-                op.run(&with)
+                run_with_indices(op, inputs, fixed)
             }
             IndexPolicy::Fill(value) => {
                 let fill = match value {
-                    Some(v) => checked_fill(v, data.dtype())?,
+                    Some(v) => {
+                        crate::ops::check_fill(v, data.dtype(), "mode fill on {} data")?;
+                        v.clone()
+                    }
                     None => default_fill(data.dtype()),
                 };
                 self.run_filled(op, inputs, &sizes, &resolved, &fill)
@@ -297,20 +297,17 @@ fn index_values(indices: TensorView<'_>) -> Result<Vec<i128>> {
     }))
 }
 
-fn clamp_i64(v: i128) -> i64 {
-    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+/// `op` on `inputs` with the indices (input 1) replaced by `indices`, of
+/// the same shape.
+fn run_with_indices(op: &Op, inputs: &[TensorView<'_>], indices: Vec<i64>) -> Result<Tensor> {
+    let indices = Tensor::new(inputs[1].shape().to_vec(), indices)?;
+    let mut with = inputs.to_vec();
+    with[1] = TensorView::from(&indices);
+    op.run(&with)
 }
 
-/// The caller's fill value: one value of the data's dtype.
-fn checked_fill(value: &Tensor, dtype: DType) -> Result<Tensor> {
-    crate::ops::require_same_dtype("fill", value.dtype(), dtype, "mode fill on {} data")?;
-    if value.len() != 1 {
-        return Err(Error::shape(format!(
-            "the fill value has {} elements; it must be one value",
-            value.len()
-        )));
-    }
-    Ok(value.clone())
+fn clamp_i64(v: i128) -> i64 {
+    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 /// JAX's default fill value for `dtype`.
@@ -411,11 +408,8 @@ fn run_dropped(
     resolved: &[Option<usize>],
 ) -> Result<Tensor> {
     if resolved.iter().all(Option::is_some) {
-        let fixed: Vec<i64> = resolved.iter().map(|r| r.unwrap_or(0) as i64).collect();
-        let fixed = Tensor::new(inputs[1].shape().to_vec(), fixed)?;
-        let mut with = inputs.to_vec();
-        with[1] = TensorView::from(&fixed);
-        return op.run(&with);
+        let fixed = resolved.iter().map(|r| r.unwrap_or(0) as i64).collect();
+        return run_with_indices(op, inputs, fixed);
     }
     let (data, indices, updates) = (inputs[0], inputs[1], inputs[2]);
     check_scatter(op, data, indices, updates)?;
