@@ -235,13 +235,21 @@ fn _index_scatter<'py>(
 }
 
 /// Run `op`'s `run_with_arg` on `inputs` (a segment reduction's `src` and
-/// boundaries): the values and the winning rows, as two arrays.
+/// boundaries): the values and the winning rows, as two arrays. Both are
+/// fresh: a caller's `out` is refused rather than left unwritten.
 fn run_with_arg<'py>(
     py: Python<'py>,
     op: &Op,
     inputs: &[&Bound<'py, PyAny>],
+    out: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if out.is_some() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{}: out= cannot be given with return_arg=True",
+            op.name()
+        )));
+    }
     let held = read(inputs, op.inputs())?;
     let views = views_of(&held)?;
     let runner = Runner::new(threads, small(&views, 0))?;
@@ -508,7 +516,7 @@ fn _segment_csr<'py>(
         op = op.fill(value(fill, "fill")?);
     }
     if return_arg {
-        return run_with_arg(py, &op.into(), &[src, indptr], threads);
+        return run_with_arg(py, &op.into(), &[src, indptr], out, threads);
     }
     run(py, op.into(), &[src, indptr], out, threads)
 }
@@ -538,7 +546,7 @@ fn _segment_coo<'py>(
         op = op.fill(value(fill, "fill")?);
     }
     if return_arg {
-        return run_with_arg(py, &op.into(), &[src, index], threads);
+        return run_with_arg(py, &op.into(), &[src, index], out, threads);
     }
     run(py, op.into(), &[src, index], out, threads)
 }
@@ -574,7 +582,7 @@ fn _embedding_bag<'py>(
     let mut inputs = vec![weight, indices, offsets];
     inputs.extend(per_sample_weights);
     if return_arg {
-        return run_with_arg(py, &op.into(), &inputs, threads);
+        return run_with_arg(py, &op.into(), &inputs, out, threads);
     }
     run(py, op.into(), &inputs, out, threads)
 }
