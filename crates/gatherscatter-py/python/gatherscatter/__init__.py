@@ -8,6 +8,8 @@ PyTorch's ``scatter_reduce`` (with ``mean`` and ``include_self``),
 pytorch_scatter's ``segment_csr`` and ``segment_coo``, run by a Rust core with the GIL released. Inputs that are C-contiguous numpy
 arrays are read in place; results are numpy arrays that own the core's
 memory (no copy); ``out=`` writes into an array of yours.
+``gatherscatter.dask`` (with Dask installed) runs them over chunked Dask
+arrays.
 
 Freed results of 4 MiB or more are kept for reuse, up to 256 MiB by
 default (``GATHERSCATTER_CACHE_BYTES`` in the environment, or
