@@ -31,6 +31,19 @@ def test_docstring_examples_run(name, function):
     assert runner.failures == 0, f"{name}: {runner.failures} failing example(s)"
 
 
+def dask_functions():
+    try:
+        import gatherscatter.dask as gsd
+    except ImportError:  # dask is optional
+        return []
+    return [(f"dask.{name}", getattr(gsd, name)) for name in gsd.__all__]
+
+
+@pytest.mark.parametrize("name,function", dask_functions())
+def test_dask_docstring_examples_run(name, function):
+    test_docstring_examples_run(name, function)
+
+
 @pytest.mark.parametrize("name", OPERATORS)
 def test_every_operator_has_an_example(name):
     assert ">>> " in (getattr(gs, name).__doc__ or ""), name
