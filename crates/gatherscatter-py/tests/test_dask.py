@@ -198,6 +198,9 @@ def test_bad_shapes_dtypes_and_reductions_raise_the_single_machine_errors_at_onc
     a = np.zeros((3, 5))
     x = da.from_array(a, chunks=2)
     cases = [
+        (lambda m: m.take(x if m is gsd else a, [1], 2)),
+        (lambda m: m.take(da.from_array(np.float64(3)) if m is gsd else np.float64(3), [0], 0)),
+        (lambda m: m.gather_elements(x if m is gsd else a, np.zeros((2, 2), int), -3)),
         (lambda m: m.gather_elements(x if m is gsd else a, np.zeros(2, int), 1)),
         (lambda m: m.gather_elements(x if m is gsd else a, np.zeros((4, 2), int), 1)),
         (lambda m: m.scatter_elements(a, np.zeros((2, 2), int), np.ones((2, 3)), 1)

@@ -39,7 +39,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from . import _native
-from ._errors import OutOfBoundsError, ShapeError
+from ._errors import AxisError, OutOfBoundsError, ShapeError
 from ._numpy import _along_axis_shapes, _integer_indices, _normalize_axis
 
 __all__ = ["take", "take_along_axis", "gather_elements", "scatter_reduce"]
@@ -62,6 +62,16 @@ def _dask_array(x: Any, name: str) -> da.Array:
         raise ValueError(f"{name} has unknown chunk sizes; call "
                          f"{name}.compute_chunk_sizes() first")
     return x
+
+
+def _axis(axis: int, ndim: int) -> int:
+    """The core's axis rule and messages (``take_along_axis`` keeps numpy's)."""
+    if ndim == 0:
+        raise ShapeError("data has rank 0, but rank >= 1 is required", "rank_mismatch")
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"axis {axis} is out of range [{-ndim}, {ndim - 1}] for data of "
+                        f"rank {ndim}", "bad_axis")
+    return axis % ndim
 
 
 def _bounds(chunks: Sequence[int]) -> np.ndarray:
@@ -225,7 +235,7 @@ def take(x: Any, indices: Any, axis: int = 0, *, chunks: Optional[int] = None) -
     array([11,  0,  5,  6])
     """
     x = _dask_array(x, "x")
-    axis = _normalize_axis(axis, x.ndim)
+    axis = _axis(axis, x.ndim)
     if isinstance(indices, da.Array):
         indices = indices.compute()
     idx = _integer_indices(indices)
@@ -339,7 +349,7 @@ def gather_elements(x: Any, indices: Any, axis: int = 0) -> da.Array:
            [ 8, 10]])
     """
     x = _dask_array(x, "x")
-    axis = _normalize_axis(axis, x.ndim)
+    axis = _axis(axis, x.ndim)
     lazy = isinstance(indices, da.Array)
     idx = _dask_array(indices, "indices") if lazy else _integer_indices(indices)
     if lazy and idx.dtype.kind not in "iu":
@@ -509,7 +519,7 @@ def scatter_reduce(x: Any, indices: Any, updates: Any, axis: int, reduce: str, *
     array([2., 4., 0., 0., 4.])
     """
     x = _dask_array(x, "x")
-    axis = _normalize_axis(axis, x.ndim)
+    axis = _axis(axis, x.ndim)
     idx = indices if isinstance(indices, da.Array) else _integer_indices(indices)
     upd = updates if isinstance(updates, da.Array) else np.asarray(updates)
     # The dtype rules (and the reduction's, e.g. no amax of complex numbers)
