@@ -166,6 +166,15 @@ def test_a_sum_whose_value_depends_on_the_order_matches_the_single_machine_order
     assert want[2] != np.float32(np.sum(updates[::-1]))
 
 
+def test_a_scatter_into_chunks_whose_last_is_the_largest_finds_each_target():
+    # Regression: chunks (1, 1, 2) once passed for even chunks of 1.
+    a = np.arange(4.0)
+    idx = np.array([3, 2, 0, 3])
+    updates = np.array([10.0, 20.0, 30.0, 40.0])
+    got = gsd.scatter_reduce(da.from_array(a, chunks=((1, 1, 2),)), idx, updates, 0, "sum")
+    assert same_bits(got.compute(), gs.scatter_reduce(a, 0, idx, updates, "sum"))
+
+
 def test_out_of_range_indices_raise_the_single_machine_error_at_compute_time():
     a = np.arange(20.0).reshape(4, 5)
     x = da.from_array(a, chunks=(1, 2))

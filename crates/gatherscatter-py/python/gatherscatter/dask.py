@@ -450,7 +450,8 @@ def _bucket(idx: np.ndarray, updates: np.ndarray, offset: Tuple[int, ...], axis:
         chunks = x_chunks[d]
         if grid[d] == 1:
             b, within = 0, coord
-        elif chunks[0] > 0 and all(c == chunks[0] for c in chunks[:-1]):
+        elif chunks[0] > 0 and all(c == chunks[0] for c in chunks[:-1]) \
+                and chunks[-1] <= chunks[0]:
             b, within = np.divmod(coord, chunks[0])  # even chunks: no search
         else:
             bounds = _bounds(chunks)
