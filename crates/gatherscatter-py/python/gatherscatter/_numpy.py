@@ -9,6 +9,7 @@ ScatterElements and ScatterND; this module only shapes the arguments.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -90,6 +91,21 @@ def _along_axis_shapes(arr_shape: Tuple[int, ...], idx_shape: Tuple[int, ...], a
     return arr_to, idx_to
 
 
+def _along_axis(arr_shape: Tuple[int, ...], idx_shape: Tuple[int, ...],
+                axis: Optional[int]):
+    """numpy's rules for the *_along_axis pair: whether ``arr`` is flattened
+    first (``axis=None``), the axis, and the shapes both broadcast to."""
+    flatten = axis is None
+    if flatten:
+        if len(idx_shape) != 1:
+            raise ShapeError("when axis=None, `indices` must have a single dimension.",
+                             "rank_mismatch")
+        arr_shape, axis = (math.prod(arr_shape),), 0
+    axis = _normalize_axis(axis, len(arr_shape))
+    arr_to, idx_to = _along_axis_shapes(arr_shape, idx_shape, axis)
+    return flatten, axis, arr_to, idx_to
+
+
 def take_along_axis(arr: Any, indices: Any, axis: Optional[int] = -1, *,
                     threads: Optional[int] = None) -> np.ndarray:
     """``numpy.take_along_axis``: ``out[p] = arr[p with p[axis] := indices[p]]``,
@@ -104,13 +120,9 @@ def take_along_axis(arr: Any, indices: Any, axis: Optional[int] = -1, *,
     """
     arr = np.asarray(arr)
     idx = _integer_indices(indices)
-    if axis is None:
-        if idx.ndim != 1:
-            raise ShapeError("when axis=None, `indices` must have a single dimension.",
-                             "rank_mismatch")
-        arr, axis = arr.reshape(-1), 0
-    axis = _normalize_axis(axis, arr.ndim)
-    arr_to, idx_to = _along_axis_shapes(arr.shape, idx.shape, axis)
+    flatten, axis, arr_to, idx_to = _along_axis(arr.shape, idx.shape, axis)
+    if flatten:
+        arr = arr.reshape(-1)
     if arr.shape != arr_to:
         arr = np.broadcast_to(arr, arr_to)
     if idx.shape != idx_to:
@@ -137,14 +149,8 @@ def put_along_axis(arr: np.ndarray, indices: Any, values: Any, axis: Optional[in
     if not isinstance(arr, np.ndarray):
         raise TypeError("arr must be a numpy.ndarray: it is updated in place")
     idx = _integer_indices(indices)
-    target = arr
-    if axis is None:
-        if idx.ndim != 1:
-            raise ShapeError("when axis=None, `indices` must have a single dimension.",
-                             "rank_mismatch")
-        target, axis = arr.reshape(-1), 0
-    axis = _normalize_axis(axis, target.ndim)
-    arr_to, idx_to = _along_axis_shapes(target.shape, idx.shape, axis)
+    flatten, axis, arr_to, idx_to = _along_axis(arr.shape, idx.shape, axis)
+    target = arr.reshape(-1) if flatten else arr
     if arr_to != target.shape:
         raise ShapeError(f"indices {idx.shape} would broadcast arr {target.shape}, which "
                          "is written in place", "shape_mismatch")

@@ -40,7 +40,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from . import _native
 from ._errors import AxisError, OutOfBoundsError, ShapeError
-from ._numpy import _along_axis_shapes, _integer_indices, _normalize_axis
+from ._numpy import _along_axis, _integer_indices
 
 __all__ = ["take", "take_along_axis", "gather_elements", "scatter_reduce"]
 
@@ -408,13 +408,9 @@ def take_along_axis(x: Any, indices: Any, axis: Optional[int] = -1) -> da.Array:
     """
     x = _dask_array(x, "x")
     idx = indices if isinstance(indices, da.Array) else _integer_indices(indices)
-    if axis is None:
-        if idx.ndim != 1:
-            raise ShapeError("when axis=None, `indices` must have a single dimension.",
-                             "rank_mismatch")
-        x, axis = x.reshape(-1), 0
-    axis = _normalize_axis(axis, x.ndim)
-    x_to, idx_to = _along_axis_shapes(x.shape, idx.shape, axis)
+    flatten, axis, x_to, idx_to = _along_axis(x.shape, idx.shape, axis)
+    if flatten:
+        x = x.reshape(-1)
     if x.shape != x_to:
         x = da.broadcast_to(x, x_to)
     if idx.shape != idx_to:
