@@ -93,6 +93,17 @@ def timed(client, make, repeat=3):
     return statistics.median(times), max(peaks)
 
 
+def run_cells(client, cells):
+    """Time each (label, make) and print its line; {label: seconds}."""
+    results = {}
+    for label, make in cells:
+        seconds, peak = timed(client, make)
+        results[label] = seconds
+        print(f"  {label:28s} {seconds:8.3f} s   peak above base {peak / MiB:7.0f} MiB",
+              flush=True)
+    return results
+
+
 def _add_at_block(block, idx, updates, block_info=None):
     """What a Dask user can write: every chunk scans all the updates."""
     lo, hi = block_info[0]["array-location"][0]
@@ -142,12 +153,7 @@ def main() -> int:
         cells = [("gatherscatter.dask.take", lambda: gsd.take(x, idx, 0)),
                  ("dask x[idx]", lambda: x[idx]),
                  ("dask da.take", lambda: da.take(x, idx, axis=0))]
-        results = {}
-        for label, make in cells:
-            seconds, peak = timed(client, make)
-            results[label] = seconds
-            print(f"  {label:28s} {seconds:8.3f} s   peak above base {peak / MiB:7.0f} MiB",
-                  flush=True)
+        results = run_cells(client, cells)
         best = min(results["dask x[idx]"], results["dask da.take"])
         print(f"  speed-up over Dask's fastest take: {best / results['gatherscatter.dask.take']:.2f}x")
 
@@ -182,12 +188,7 @@ def main() -> int:
                  ("map_blocks + np.add.at", lambda: x.map_blocks(
                       _add_at_block, idx_future, upd_future, dtype=x.dtype).sum(axis=0)),
                  ("x.sum(axis=0) alone", lambda: x.sum(axis=0))]
-        results = {}
-        for label, make in cells:
-            seconds, peak = timed(client, make)
-            results[label] = seconds
-            print(f"  {label:28s} {seconds:8.3f} s   peak above base {peak / MiB:7.0f} MiB",
-                  flush=True)
+        results = run_cells(client, cells)
         print(f"  speed-up over map_blocks + np.add.at: "
               f"{results['map_blocks + np.add.at'] / results['gatherscatter.dask']:.2f}x")
     return 0
