@@ -19,7 +19,7 @@ use crate::ops::scatter_nd::ScatterND;
 use crate::ops::scatter_reduce::ScatterReduce;
 use crate::profile::Profile;
 use crate::shape::{normalize_axis, strides};
-use crate::tensor::{Tensor, TypedTensor, TypedView};
+use crate::tensor::{Tensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{bf16, f16, Complex32, Complex64};
 
@@ -152,7 +152,7 @@ impl IndexPolicy {
 
     /// The position `v` names on an axis of size `s` under this policy, or
     /// `None` when it names none.
-    fn resolve(&self, v: i128, s: usize) -> Option<usize> {
+    pub(crate) fn resolve(&self, v: i128, s: usize) -> Option<usize> {
         let s_wide = s as i128;
         if s == 0 {
             return None;
@@ -242,17 +242,12 @@ impl AxisSizes {
         for &d in &self.dims {
             shape[d] = shape[d].max(1);
         }
-        let len = crate::shape::checked_product(&shape).ok_or_else(|| Error::SizeOverflow {
+        crate::shape::checked_product(&shape).ok_or_else(|| Error::SizeOverflow {
             what: "the widened data",
             shape: shape.clone(),
         })?;
-        with_view!(data, t => Ok(Some(zeros_like(t, shape, len)?)))
+        Ok(Some(crate::ops::zeros_like(data, shape)?))
     }
-}
-
-fn zeros_like<T: Element>(_: TypedView<'_, T>, shape: Vec<usize>, len: usize) -> Result<Tensor> {
-    let zeros = crate::ops::alloc_output::<T>(len)?;
-    Ok(Tensor::from(TypedTensor::new(shape, zeros)?))
 }
 
 fn axis_sizes(op: &Op, data_shape: &[usize], indices_shape: &[usize]) -> Result<AxisSizes> {
@@ -483,17 +478,8 @@ fn run_dropped(
             }
             other => return Err(Error::attribute(format!("{} has no drop mode", other.name()))),
         };
-        reshape(d, out, data.shape())
+        out.reshaped(data.shape().to_vec())
     })
-}
-
-/// `out` (of `like`'s dtype, seen flat) given `shape`, without a copy.
-fn reshape<T: Element>(_like: TypedView<'_, T>, out: Tensor, shape: &[usize]) -> Result<Tensor> {
-    let typed = out
-        .into_typed::<T>()
-        .map_err(|_| Error::shape("the output's dtype differs from the data's"))?;
-    let (_, values) = typed.into_parts();
-    Ok(Tensor::from(TypedTensor::new(shape.to_vec(), values)?))
 }
 
 /// The shape and dtype rules of the scatter, checked before the flat form

@@ -317,6 +317,14 @@ macro_rules! with_typed {
 pub(crate) use with_typed;
 
 impl Tensor {
+    /// The same elements under `shape` (of the same element count), no copy.
+    pub(crate) fn reshaped(self, shape: Vec<usize>) -> Result<Tensor> {
+        with_typed!(self, t => {
+            let (_, values) = t.into_parts();
+            Tensor::new(shape, values)
+        })
+    }
+
     /// A tensor from a shape and row-major data of any element type.
     ///
     /// ```

@@ -91,6 +91,11 @@ macro_rules! with_view {
 pub(crate) use with_view;
 
 impl<'a> TensorView<'a> {
+    /// The same elements under `shape` (of the same element count), no copy.
+    pub(crate) fn reshaped(self, shape: &'a [usize]) -> Result<TensorView<'a>> {
+        with_view!(self, v => Ok(TensorView::from(TypedView::new(shape, v.data())?)))
+    }
+
     /// The element type.
     pub fn dtype(&self) -> DType {
         fn dtype_of<T: Element>(_: &TypedView<'_, T>) -> DType {

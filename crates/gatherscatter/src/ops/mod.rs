@@ -29,6 +29,26 @@ pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
     })
 }
 
+/// Zeros of `like`'s dtype in `shape` (`""` for strings, `false` for bool).
+pub(crate) fn zeros_like(like: crate::TensorView<'_>, shape: Vec<usize>) -> Result<crate::Tensor> {
+    let len = crate::shape::checked_product(&shape).ok_or_else(|| Error::SizeOverflow {
+        what: "the zeros",
+        shape: shape.clone(),
+    })?;
+    crate::tensor_view::with_view!(like, t => zeros_of(t, shape, len))
+}
+
+fn zeros_of<T: Element>(
+    _: crate::TypedView<'_, T>,
+    shape: Vec<usize>,
+    len: usize,
+) -> Result<crate::Tensor> {
+    Ok(crate::Tensor::from(crate::TypedTensor::new(
+        shape,
+        alloc_output::<T>(len)?,
+    )?))
+}
+
 /// `out = data` (same length, else a panic). Large copies are split across
 /// the pool, whose threads also take the first page faults of a fresh
 /// allocation. `out` may be uninitialised: every slot is written.

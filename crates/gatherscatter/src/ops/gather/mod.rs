@@ -196,6 +196,24 @@ impl Gather {
         Ok(())
     }
 
+    /// The output shape on inputs of these shapes and dtypes (under the
+    /// permissive profile), or the error the call would give.
+    pub(crate) fn checked_output_shape(
+        &self,
+        data_shape: &[usize],
+        data_dtype: DType,
+        indices_shape: &[usize],
+        index_dtype: DType,
+    ) -> Result<Vec<usize>> {
+        let permissive = Gather {
+            profile: Profile::Permissive,
+            ..*self
+        };
+        Ok(permissive
+            .plan(data_shape, data_dtype, indices_shape, index_dtype)?
+            .output_shape())
+    }
+
     fn plan<'s>(
         &self,
         data_shape: &'s [usize],

@@ -144,6 +144,23 @@ impl GatherElements {
         execute(data, indices, &plan)
     }
 
+    /// The output shape on inputs of these shapes and dtypes (under the
+    /// permissive profile), or the error the call would give.
+    pub(crate) fn checked_output_shape(
+        &self,
+        data_shape: &[usize],
+        data_dtype: DType,
+        indices_shape: &[usize],
+        index_dtype: DType,
+    ) -> Result<Vec<usize>> {
+        let permissive = GatherElements {
+            profile: Profile::Permissive,
+            ..*self
+        };
+        permissive.plan(data_shape, data_dtype, indices_shape, index_dtype)?;
+        Ok(indices_shape.to_vec())
+    }
+
     fn plan(
         &self,
         data_shape: &[usize],
