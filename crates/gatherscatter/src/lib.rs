@@ -98,6 +98,7 @@ mod aggregate;
 mod display;
 pub mod dtype;
 pub mod error;
+mod grad;
 mod ieee;
 pub mod index;
 mod mem;
