@@ -327,6 +327,53 @@ impl Runner {
     }
 }
 
+/// The gradient of a gather (``op``: ``"gather"``, ``"gather_elements"``
+/// or ``"gather_nd"``) with respect to its data, of shape ``data_shape``,
+/// given ``grad_out``: the core's scatter-add (spec §2.17). The functions
+/// of ``gatherscatter.grad`` call it.
+#[pyfunction]
+#[pyo3(signature = (op, grad_out, indices, data_shape, axis=0, batch_dims=0, *, mode="raise", threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn _gather_grad<'py>(
+    py: Python<'py>,
+    op: &str,
+    grad_out: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data_shape: Vec<usize>,
+    axis: i64,
+    batch_dims: i64,
+    mode: &str,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let op: Op = match op {
+        "gather" => Gather::new(axis)
+            .batch_dims(self::batch_dims(batch_dims)?)
+            .into(),
+        "gather_elements" => GatherElements::new(axis).into(),
+        "gather_nd" => GatherND::new()
+            .batch_dims(self::batch_dims(batch_dims)?)
+            .into(),
+        other => {
+            return Err(errors::from_kind_now(
+                "unsupported",
+                &format!("no gradient is defined for {other:?}"),
+            ))
+        }
+    };
+    let policy = IndexPolicy::from_str(mode).map_err(to_py_err)?;
+    let held = read(&[grad_out, indices], &["grad_out", "indices"])?;
+    let views = views_of(&held)?;
+    let data_bytes = data_shape
+        .iter()
+        .try_fold(16usize, |acc, &d| acc.checked_mul(d))
+        .unwrap_or(usize::MAX);
+    let runner = Runner::new(threads, small(&views, data_bytes))?;
+    let tensor = runner
+        .work(py, || policy.grad(&op, views[0], views[1], &data_shape))
+        .map_err(to_py_err)?;
+    arrays::result(py, tensor, None)
+}
+
 /// ONNX Gather: ``out[a..., j..., b...] = data[a..., indices[j...], b...]``
 /// with ``a`` the dims before ``axis``.
 ///
@@ -765,6 +812,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scatter_nd, m)?)?;
     m.add_function(wrap_pyfunction!(tensor_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(_gather_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_csr, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_coo, m)?)?;
     m.add_function(wrap_pyfunction!(_embedding_bag, m)?)?;

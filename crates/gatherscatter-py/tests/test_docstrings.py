@@ -2,6 +2,7 @@
 the native functions' (written in Rust) included, and every operator has one."""
 
 import doctest
+import importlib
 
 import numpy as np
 import pytest
@@ -31,16 +32,21 @@ def test_docstring_examples_run(name, function):
     assert runner.failures == 0, f"{name}: {runner.failures} failing example(s)"
 
 
-def dask_functions():
-    try:
-        import gatherscatter.dask as gsd
-    except ImportError:  # dask is optional
-        return []
-    return [(f"dask.{name}", getattr(gsd, name)) for name in gsd.__all__]
+def module_functions():
+    """The functions of the submodules: grad, and torch and dask when installed."""
+    found = [(f"grad.{name}", getattr(gs.grad, name)) for name in gs.grad.__all__]
+    for module in ("dask", "torch"):
+        try:
+            imported = importlib.import_module(f"gatherscatter.{module}")
+        except ImportError:  # optional dependencies
+            continue
+        found += [(f"{module}.{name}", getattr(imported, name)) for name in imported.__all__]
+    return found
 
 
-@pytest.mark.parametrize("name,function", dask_functions())
-def test_dask_docstring_examples_run(name, function):
+@pytest.mark.parametrize("name,function", module_functions())
+def test_submodule_docstring_examples_run(name, function):
+    assert ">>> " in (function.__doc__ or ""), name
     test_docstring_examples_run(name, function)
 
 

@@ -8,7 +8,9 @@ PyTorch's ``scatter_reduce`` (with ``mean`` and ``include_self``),
 pytorch_scatter's ``segment_csr`` and ``segment_coo``, run by a Rust core with the GIL released. Inputs that are C-contiguous numpy
 arrays are read in place; results are numpy arrays that own the core's
 memory (no copy); ``out=`` writes into an array of yours.
-``gatherscatter.dask`` (with Dask installed) runs them over chunked Dask
+``gatherscatter.grad`` has the gathers' gradients; ``gatherscatter.torch``
+(with PyTorch installed) wraps them as ``torch.autograd`` functions;
+``gatherscatter.dask`` (with Dask installed) runs the ops over chunked Dask
 arrays.
 
 Freed results of 4 MiB or more are kept for reuse, up to 256 MiB by
@@ -54,6 +56,7 @@ from ._numpy import (
     take,
     take_along_axis,
 )
+from . import grad
 from ._segments import segment_coo, segment_csr
 from ._torch import embedding_bag, index_add, index_copy, index_select, scatter_reduce
 
@@ -86,7 +89,7 @@ __all__ = [
     "take", "take_along_axis", "put_along_axis",
     "add_at", "multiply_at", "maximum_at", "minimum_at",
     "scatter_reduce", "segment_csr", "segment_coo", "embedding_bag",
-    "index_select", "index_add", "index_copy",
+    "index_select", "index_add", "index_copy", "grad",
     "set_num_threads", "get_num_threads", "set_cache_limit", "cache_info",
     "DEFAULT_CACHE_BYTES",
     "Error", "OutOfBoundsError", "AxisError", "ShapeError", "DTypeError",

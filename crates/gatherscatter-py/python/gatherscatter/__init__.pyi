@@ -19,6 +19,8 @@ from ._errors import (
     UnsupportedError as UnsupportedError,
 )
 
+from . import grad as grad
+
 __version__: str
 OPERATORS: List[str]
 

@@ -1,0 +1,146 @@
+"""Gradients of the gathers with respect to their data (spec §2.17).
+
+Each function takes ``grad_out`` (the gradient of the forward call's
+output), the forward's indices and attributes, and ``data_shape``, and
+returns ``grad_data``: the scatter-add of ``grad_out`` to the positions the
+forward read,
+
+    grad_data[t] = sum of grad_out[p] over the output positions p that read data[t],
+
+the terms added in ascending row-major order of ``p``: bit-identical for
+any thread count. ``mode`` routes the gradient as the forward's ``mode``
+read: ``clip`` and ``wrap`` to the position they moved the index to, a
+``fill`` position nowhere. The indices get no gradient (they are integers).
+Gradients are defined for float16, bfloat16, float32, float64, complex64
+and complex128.
+
+The scatters', ``embedding_bag``'s and the segment reductions' gradients
+are not here yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _native
+from ._errors import ShapeError
+from ._numpy import _along_axis, _integer_indices
+
+__all__ = ["gather", "gather_elements", "gather_nd", "take", "take_along_axis", "index_select"]
+
+
+def _shape(data_shape: Sequence[int]) -> Tuple[int, ...]:
+    return tuple(int(d) for d in data_shape)
+
+
+def gather(grad_out: Any, indices: Any, data_shape: Sequence[int], axis: int = 0,
+           batch_dims: int = 0, *, mode: str = "raise",
+           threads: Optional[int] = None) -> np.ndarray:
+    """The gradient of ``gatherscatter.gather(data, indices, axis, batch_dims,
+    mode=mode)`` with respect to ``data``:
+    ``grad_data[a.., idx(indices[i..]), b..] += grad_out[a.., i.., b..]``.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.gather(np.array([1., 10., 100.]), np.array([2, 0, -1]), (3,))
+    array([ 10.,   0., 101.])
+    """
+    return _native._gather_grad("gather", grad_out, indices, _shape(data_shape), axis,
+                                batch_dims, mode=mode, threads=threads)
+
+
+def gather_elements(grad_out: Any, indices: Any, data_shape: Sequence[int], axis: int = 0, *,
+                    mode: str = "raise", threads: Optional[int] = None) -> np.ndarray:
+    """The gradient of ``gatherscatter.gather_elements(data, indices, axis,
+    mode=mode)`` (``torch.gather``) with respect to ``data``:
+    ``grad_data[p with p[axis] := idx(indices[p])] += grad_out[p]``.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.gather_elements(np.array([[1., 2.], [3., 4.]]), np.array([[1, 1], [0, 2]]),
+    ...                         (2, 3), axis=1)
+    array([[0., 3., 0.],
+           [3., 0., 4.]])
+    """
+    return _native._gather_grad("gather_elements", grad_out, indices, _shape(data_shape), axis,
+                                mode=mode, threads=threads)
+
+
+def gather_nd(grad_out: Any, indices: Any, data_shape: Sequence[int], batch_dims: int = 0, *,
+              mode: str = "raise", threads: Optional[int] = None) -> np.ndarray:
+    """The gradient of ``gatherscatter.gather_nd(data, indices, batch_dims,
+    mode=mode)`` with respect to ``data``: each tuple's slice of ``grad_out``
+    added into the slice it names.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.gather_nd(np.array([1., 2., 4.]), np.array([[0, 1], [1, 0], [0, 1]]), (2, 2))
+    array([[0., 5.],
+           [2., 0.]])
+    """
+    return _native._gather_grad("gather_nd", grad_out, indices, _shape(data_shape),
+                                batch_dims=batch_dims, mode=mode, threads=threads)
+
+
+def take(grad_out: Any, indices: Any, data_shape: Sequence[int], axis: Optional[int] = None,
+         mode: str = "raise", *, threads: Optional[int] = None) -> np.ndarray:
+    """The gradient of ``gatherscatter.take(a, indices, axis, mode=mode)``
+    (``numpy.take``) with respect to ``a`` of shape ``data_shape``; with
+    ``axis=None``, of the flattened ``a``, returned in ``data_shape``.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.take(np.array([1., 2., 3.]), [0, 5, -1], (2, 2), mode="clip")  # -1 clips to 0
+    array([[4., 0.],
+           [0., 2.]])
+    """
+    shape = _shape(data_shape)
+    idx = _integer_indices(indices)
+    if mode == "clip":
+        idx = np.maximum(idx, 0)  # numpy's clip: negatives do not count from the end
+    flat = axis is None
+    grad = gather(grad_out, idx, (int(np.prod(shape)),) if flat else shape,
+                  0 if flat else axis, mode=mode, threads=threads)
+    return grad.reshape(shape)
+
+
+def take_along_axis(grad_out: Any, indices: Any, data_shape: Sequence[int],
+                    axis: Optional[int] = -1, *, threads: Optional[int] = None) -> np.ndarray:
+    """The gradient of ``gatherscatter.take_along_axis(arr, indices, axis)``
+    with respect to ``arr`` of shape ``data_shape``. Where numpy broadcast
+    ``arr`` (a dim of 1 against the indices' larger one), the gradient is
+    summed over that dim, in ascending order.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.take_along_axis(np.array([[1., 2.], [3., 4.]]), np.array([[1, 1], [0, 1]]),
+    ...                         (2, 3), axis=1)
+    array([[0., 3., 0.],
+           [3., 4., 0.]])
+    """
+    shape = _shape(data_shape)
+    idx = _integer_indices(indices)
+    flatten, axis, arr_to, idx_to = _along_axis(shape, idx.shape, axis)
+    if idx.shape != idx_to:
+        idx = np.broadcast_to(idx, idx_to)
+    grad = gather_elements(grad_out, idx, arr_to, axis, threads=threads)
+    if flatten:
+        return grad.reshape(shape)
+    for d, (n, m) in enumerate(zip(shape, arr_to)):
+        if n != m:  # arr was broadcast along d: its one row fed them all
+            grad = np.add.accumulate(grad, axis=d).take([-1], axis=d) if m else \
+                np.zeros(grad.shape[:d] + (1,) + grad.shape[d + 1:], grad.dtype)
+    return grad
+
+
+def index_select(grad_out: Any, dim: int, index: Any, data_shape: Sequence[int], *,
+                 threads: Optional[int] = None) -> np.ndarray:
+    """The gradient of ``gatherscatter.index_select(input, dim, index)``
+    (``torch.index_select``) with respect to ``input``.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.index_select(np.array([[1., 2.]]), 1, np.array([0, 0]), (1, 3))
+    array([[3., 0., 0.]])
+    """
+    index = _integer_indices(index, "index")
+    if index.ndim != 1:
+        raise ShapeError(f"index has rank {index.ndim}, but rank 1 (a vector of positions "
+                         f"along dim) is required", "rank_mismatch")
+    return gather(grad_out, index, data_shape, dim, threads=threads)

@@ -1,0 +1,169 @@
+"""PyTorch autograd functions over this library's gathers (CPU tensors).
+
+``gather``, ``index_select``, ``take_along_dim`` and ``embedding`` take
+PyTorch's arguments and return what PyTorch's functions of the same names
+return; their backward is this library's deterministic scatter-add
+(``gatherscatter.grad``): duplicates added in ascending order, bit-identical
+for any thread count. Drop them into a model in place of ``torch.gather`` &
+co. Tensors cross to numpy without a copy where their layout allows (a
+``bfloat16`` one through ``ml_dtypes``). The indices get no gradient; a
+second derivative is not defined (``once_differentiable``).
+
+PyTorch is an optional dependency: ``import gatherscatter.torch`` needs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import numpy as np
+import torch
+from torch.autograd.function import once_differentiable
+
+from . import _native
+from . import grad as _grad
+from ._numpy import take_along_axis as _take_along_axis
+
+__all__ = ["gather", "index_select", "take_along_dim", "embedding"]
+
+
+def _array(t: torch.Tensor) -> np.ndarray:
+    """The tensor's elements as a numpy array (no copy for a CPU tensor)."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        raise TypeError(f"gatherscatter.torch works on CPU tensors, not {t.device}")
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _tensor(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    if dtype == torch.bfloat16:
+        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+class _Gather(torch.autograd.Function):
+    """``torch.gather``: GatherElements along ``dim``."""
+
+    @staticmethod
+    def forward(ctx: Any, input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.dim, ctx.shape = dim, tuple(input.shape)
+        out = _native.gather_elements(_array(input), _array(index), dim)
+        return _tensor(out, input.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Tuple[Any, ...]:
+        (index,) = ctx.saved_tensors
+        g = _grad.gather_elements(_array(grad_out), _array(index), ctx.shape, ctx.dim)
+        return _tensor(g, grad_out.dtype), None, None
+
+
+class _IndexSelect(torch.autograd.Function):
+    """``torch.index_select``: Gather of a 1-D index along ``dim``."""
+
+    @staticmethod
+    def forward(ctx: Any, input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.dim, ctx.shape = dim, tuple(input.shape)
+        out = _native._index_select(_array(input), dim, _array(index))
+        return _tensor(out, input.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Tuple[Any, ...]:
+        (index,) = ctx.saved_tensors
+        g = _grad.index_select(_array(grad_out), ctx.dim, _array(index), ctx.shape)
+        return _tensor(g, grad_out.dtype), None, None
+
+
+class _TakeAlongDim(torch.autograd.Function):
+    """``torch.take_along_dim``: numpy's ``take_along_axis`` with broadcasting."""
+
+    @staticmethod
+    def forward(ctx: Any, input: torch.Tensor, indices: torch.Tensor, dim: Any) -> torch.Tensor:
+        ctx.save_for_backward(indices)
+        ctx.dim, ctx.shape = dim, tuple(input.shape)
+        out = _take_along_axis(_array(input), _array(indices), dim)
+        return _tensor(out, input.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Tuple[Any, ...]:
+        (indices,) = ctx.saved_tensors
+        g = _grad.take_along_axis(_array(grad_out), _array(indices), ctx.shape, ctx.dim)
+        return _tensor(g, grad_out.dtype), None, None
+
+
+class _Embedding(torch.autograd.Function):
+    """``torch.nn.functional.embedding``: Gather of rows of ``weight``."""
+
+    @staticmethod
+    def forward(ctx: Any, input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(input)
+        ctx.shape = tuple(weight.shape)
+        out = _native.gather(_array(weight), _array(input), 0)
+        return _tensor(out, weight.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Tuple[Any, ...]:
+        (input,) = ctx.saved_tensors
+        g = _grad.gather(_array(grad_out), _array(input), ctx.shape, 0)
+        return None, _tensor(g, grad_out.dtype)
+
+
+def gather(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """``torch.gather(input, dim, index)``, its backward deterministic.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> x = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+    >>> gst.gather(x, 1, torch.tensor([[0, 0], [1, 0]])).sum().backward()
+    >>> x.grad
+    tensor([[2., 0.],
+            [1., 1.]])
+    """
+    return _Gather.apply(input, dim, index)
+
+
+def index_select(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """``torch.index_select(input, dim, index)``, its backward deterministic.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> x = torch.tensor([1., 2., 3.], requires_grad=True)
+    >>> gst.index_select(x, 0, torch.tensor([2, 2, 0])).sum().backward()
+    >>> x.grad
+    tensor([1., 0., 2.])
+    """
+    return _IndexSelect.apply(input, dim, index)
+
+
+def take_along_dim(input: torch.Tensor, indices: torch.Tensor, dim: Any = None) -> torch.Tensor:
+    """``torch.take_along_dim(input, indices, dim)``, its backward deterministic.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> x = torch.tensor([[10., 30., 20.]], requires_grad=True)
+    >>> gst.take_along_dim(x, torch.tensor([[1, 1]]), 1).sum().backward()
+    >>> x.grad
+    tensor([[0., 2., 0.]])
+    """
+    return _TakeAlongDim.apply(input, indices, dim)
+
+
+def embedding(input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``torch.nn.functional.embedding(input, weight)`` (no ``padding_idx``,
+    ``max_norm`` or sparse gradient), its backward deterministic.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> w = torch.zeros(3, 2, requires_grad=True)
+    >>> gst.embedding(torch.tensor([2, 0, 2]), w).sum().backward()
+    >>> w.grad
+    tensor([[1., 1.],
+            [0., 0.],
+            [2., 2.]])
+    """
+    return _Embedding.apply(input, weight)
