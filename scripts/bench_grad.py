@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Time the gathers' backward (issue #31): gatherscatter.grad beside torch's
+own backward of the same forward, on 1 and 2 threads, in one process. The
+CPU is printed first.
+
+    python3 scripts/bench_grad.py [--repeat N]
+
+Workloads (float32 gradients, int64 indices, uniform random: duplicates):
+  W1_rows     index_select / x[idx] of 65,536 rows of 256 from 65,536: the
+              backward scatter-adds 64 MiB of gradients into 65,536 rows
+  W4_elements torch.gather along the last axis of 4096 x 4096 (W4's shape)
+  EMB_rows    nn.functional.embedding of 65,536 lookups in a 65,536 x 256 table
+torch's side is ``torch.autograd.grad`` of the forward's output with the
+gradient given (the forward run once, outside the timing). Before timing,
+the two gradients must agree (the same sums; summation order may differ in
+torch) and gatherscatter's 1- and 2-thread results must be bit-identical.
+The bar (issue #31) is 1.5x torch at the same thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from bench_python import print_cpu  # noqa: E402
+
+import torch  # noqa: E402
+
+import gatherscatter as gs  # noqa: E402
+
+BAR = 1.5
+
+
+def median_time(call, repeat: int) -> float:
+    call()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def workloads(rng):
+    rows = rng.integers(0, 65536, 65536)
+    g_rows = rng.standard_normal((65536, 256)).astype(np.float32)
+    elements = rng.integers(0, 4096, (4096, 4096))
+    g_elements = rng.standard_normal((4096, 4096)).astype(np.float32)
+    t_rows = torch.from_numpy(rows)
+    yield ("W1_rows", (65536, 256),
+           lambda threads: gs.grad.gather(g_rows, rows, (65536, 256), 0, threads=threads),
+           lambda x: torch.index_select(x, 0, t_rows), g_rows)
+    yield ("W4_elements", (4096, 4096),
+           lambda threads: gs.grad.gather_elements(g_elements, elements, (4096, 4096), 1,
+                                                   threads=threads),
+           lambda x: torch.gather(x, 1, torch.from_numpy(elements)), g_elements)
+    yield ("EMB_rows", (65536, 256),
+           lambda threads: gs.grad.gather(g_rows, rows, (65536, 256), 0, threads=threads),
+           lambda x: torch.nn.functional.embedding(t_rows, x), g_rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=9)
+    args = parser.parse_args()
+    print_cpu()
+    print(f"torch {torch.__version__}, numpy {np.__version__}")
+    rng = np.random.default_rng(0)
+    print("| workload | 1 thread: gatherscatter · torch · speed-up | 2 threads |")
+    print("|---|---|---|")
+    for name, shape, ours, forward, grad_out in workloads(rng):
+        x = torch.zeros(shape, dtype=torch.float32, requires_grad=True)
+        y = forward(x)
+        g = torch.from_numpy(grad_out)
+
+        def theirs():
+            return torch.autograd.grad(y, x, g, retain_graph=True)[0]
+
+        one, two = ours(1), ours(2)
+        assert one.tobytes() == two.tobytes(), f"{name}: 1 and 2 threads differ"
+        np.testing.assert_allclose(one, theirs().numpy(), rtol=1e-4, atol=1e-3)
+        cells = []
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            t_gs = median_time(lambda: ours(threads), args.repeat)
+            t_torch = median_time(theirs, args.repeat)
+            ratio = t_torch / t_gs
+            mark = "**" if ratio >= BAR else ""
+            cells.append(f"{t_gs * 1e3:.1f} ms · {t_torch * 1e3:.1f} ms · {mark}{ratio:.2f}×{mark}")
+        print(f"| {name} | {cells[0]} | {cells[1]} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
