@@ -399,3 +399,254 @@ fn drop_and_non_gathers_are_refused() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported);
 }
+
+// -- the scatters' gradients
+
+/// `n` distinct values (gaps of at least 0.37), so a max or min never ties
+/// and a finite-difference step never changes the winner.
+fn distinct(n: usize, seed: u64) -> Vec<f64> {
+    let mut v: Vec<f64> = (0..n)
+        .map(|i| (i as f64 - n as f64 / 2.0) * 0.37 + 0.11)
+        .collect();
+    for i in (1..n).rev() {
+        let j = ((i as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D) ^ seed) as usize % (i + 1);
+        v.swap(i, j);
+    }
+    v
+}
+
+fn scatter_ops(axis: i64, k_dims: bool) -> Vec<(String, Op)> {
+    use gatherscatter::{Aggregate, Reduction, ScatterElements, ScatterND, ScatterReduce};
+    let reductions = [
+        Reduction::None,
+        Reduction::Add,
+        Reduction::Mul,
+        Reduction::Max,
+        Reduction::Min,
+    ];
+    let mut ops: Vec<(String, Op)> = Vec::new();
+    for r in reductions {
+        if k_dims {
+            ops.push((
+                format!("ScatterND {r:?}"),
+                ScatterND::new().reduction(r).into(),
+            ));
+        } else {
+            ops.push((
+                format!("ScatterElements {r:?}"),
+                ScatterElements::new(axis).reduction(r).into(),
+            ));
+        }
+    }
+    if !k_dims {
+        for a in Aggregate::ALL {
+            for include_self in [true, false] {
+                let op = ScatterReduce::new(axis, a).include_self(include_self);
+                ops.push((
+                    format!("ScatterReduce {a:?} self={include_self}"),
+                    op.into(),
+                ));
+            }
+        }
+    }
+    ops
+}
+
+/// Central differences of `Σ grad_out · forward(data, updates)` against
+/// the scatter's gradients, every element of both.
+fn check_scatter_fd(
+    name: &str,
+    policy: &IndexPolicy,
+    op: &Op,
+    data: &Tensor,
+    indices: &Tensor,
+    updates: &Tensor,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let grad_out = Tensor::new(
+        data.shape().to_vec(),
+        values(data.shape().iter().product(), seed),
+    )
+    .unwrap();
+    let grads = policy
+        .scatter_grad(
+            op,
+            data.into(),
+            indices.into(),
+            updates.into(),
+            (&grad_out).into(),
+        )
+        .map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
+    prop_assert_eq!(grads.data.shape(), data.shape());
+    prop_assert_eq!(grads.updates.shape(), updates.shape());
+    let f = |d: &Tensor, u: &Tensor| -> f64 {
+        let out = policy
+            .run(op, &[d.into(), indices.into(), u.into()])
+            .unwrap();
+        out.data::<f64>()
+            .unwrap()
+            .iter()
+            .zip(grad_out.data::<f64>().unwrap())
+            .map(|(o, g)| o * g)
+            .sum()
+    };
+    let h = 1e-3;
+    for (which, base, analytic) in [
+        ("data", data, &grads.data),
+        ("updates", updates, &grads.updates),
+    ] {
+        let analytic = analytic.data::<f64>().unwrap();
+        for t in 0..base.len() {
+            let nudge = |delta: f64| {
+                let mut v = base.data::<f64>().unwrap().to_vec();
+                v[t] += delta;
+                Tensor::new(base.shape().to_vec(), v).unwrap()
+            };
+            let (up, down) = (nudge(h), nudge(-h));
+            let numeric = if which == "data" {
+                (f(&up, updates) - f(&down, updates)) / (2.0 * h)
+            } else {
+                (f(data, &up) - f(data, &down)) / (2.0 * h)
+            };
+            let scale = 1.0 + numeric.abs().max(analytic[t].abs());
+            prop_assert!(
+                (numeric - analytic[t]).abs() <= 1e-6 * scale,
+                "{}: d/d{}[{}]: finite difference {} vs {}",
+                name,
+                which,
+                t,
+                numeric,
+                analytic[t]
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(proptest_config(60))]
+
+    #[test]
+    fn scatter_elements_and_scatter_reduce_gradients_are_the_finite_differences(
+        (data_shape, axis) in proptest::collection::vec(1usize..=3, 1..=3).prop_flat_map(|s| { let r = s.len(); (Just(s), 0..r) }),
+        along in 0usize..=4, seed in any::<u64>(), name in prop::sample::select(vec!["raise", "clip", "wrap", "drop"]),
+    ) {
+        let idx_shape: Vec<usize> = data_shape.iter().enumerate().map(|(d, &n)| if d == axis { along } else { n }).collect();
+        let n_idx: usize = idx_shape.iter().product();
+        let s = data_shape[axis] as i128;
+        let (low, high) = if name == "raise" { (-s, s) } else { (-2 * s - 1, 2 * s + 2) };
+        let indices = index_tensor(DType::I64, &idx_shape, &index_values(n_idx, low, high, seed));
+        let data_len: usize = data_shape.iter().product();
+        let pool = distinct(data_len + n_idx, seed);
+        let data = Tensor::new(data_shape.clone(), pool[..data_len].to_vec()).unwrap();
+        let updates = Tensor::new(idx_shape.clone(), pool[data_len..].to_vec()).unwrap();
+        for (label, op) in scatter_ops(axis as i64, false) {
+            check_scatter_fd(&format!("{label} {name}"), &policy(name), &op, &data, &indices, &updates, seed)?;
+        }
+    }
+
+    #[test]
+    fn scatter_nd_gradients_are_the_finite_differences(
+        data_shape in proptest::collection::vec(1usize..=3, 1..=3), k in 1usize..=3, lead in proptest::collection::vec(0usize..=3, 0..=2),
+        seed in any::<u64>(), name in prop::sample::select(vec!["raise", "clip", "wrap", "drop"]),
+    ) {
+        let k = k.min(data_shape.len());
+        let mut idx_shape = lead.clone();
+        idx_shape.push(k);
+        let n: usize = idx_shape.iter().product();
+        let raw: Vec<i128> = (0..n).map(|flat| {
+            let s = data_shape[flat % k] as i128;
+            let (low, high) = if name == "raise" { (-s, s) } else { (-2 * s - 1, 2 * s + 2) };
+            index_values(1, low, high, seed ^ flat as u64)[0]
+        }).collect();
+        let indices = index_tensor(DType::I64, &idx_shape, &raw);
+        let mut upd_shape = lead.clone();
+        upd_shape.extend_from_slice(&data_shape[k..]);
+        let data_len: usize = data_shape.iter().product();
+        let upd_len: usize = upd_shape.iter().product();
+        let pool = distinct(data_len + upd_len, seed);
+        let data = Tensor::new(data_shape.clone(), pool[..data_len].to_vec()).unwrap();
+        let updates = Tensor::new(upd_shape, pool[data_len..].to_vec()).unwrap();
+        for (label, op) in scatter_ops(0, true) {
+            check_scatter_fd(&format!("{label} {name}"), &policy(name), &op, &data, &indices, &updates, seed)?;
+        }
+    }
+}
+
+fn scatter_grads(
+    op: impl Into<Op>,
+    data: &[f64],
+    indices: &[i64],
+    updates: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
+    let (data, indices, updates) = (
+        Tensor::from_vec(data.to_vec()),
+        Tensor::from_vec(indices.to_vec()),
+        Tensor::from_vec(updates.to_vec()),
+    );
+    let grad_out = Tensor::from_vec(vec![1.0f64; data.len()]);
+    let grads = IndexPolicy::Raise
+        .scatter_grad(
+            &op.into(),
+            (&data).into(),
+            (&indices).into(),
+            (&updates).into(),
+            (&grad_out).into(),
+        )
+        .unwrap();
+    (
+        grads.data.data::<f64>().unwrap().to_vec(),
+        grads.updates.data::<f64>().unwrap().to_vec(),
+    )
+}
+
+#[test]
+fn tied_winners_of_a_max_share_the_gradient_evenly_self_included() {
+    use gatherscatter::{Aggregate, ScatterReduce};
+    let op = ScatterReduce::new(0, Aggregate::Amax);
+    let (data, updates) = scatter_grads(op, &[3.0, 1.0], &[0, 0, 0, 1], &[3.0, 2.0, 3.0, 0.5]);
+    assert_eq!(data, [1.0 / 3.0, 1.0]); // self ties at 3 with two updates; element 1 keeps its 1.0
+    assert_eq!(updates, [1.0 / 3.0, 0.0, 1.0 / 3.0, 0.0]);
+    let (data, updates) = scatter_grads(
+        op.include_self(false),
+        &[3.0, 1.0],
+        &[0, 0, 0, 1],
+        &[3.0, 2.0, 3.0, 0.5],
+    );
+    assert_eq!(data, [0.0, 0.0]);
+    assert_eq!(updates, [0.5, 0.0, 0.5, 1.0]);
+}
+
+#[test]
+fn a_nan_result_sends_its_gradient_to_the_nans() {
+    use gatherscatter::{Reduction, ScatterElements};
+    let op = ScatterElements::new(0).reduction(Reduction::Max);
+    let (data, updates) = scatter_grads(op, &[1.0], &[0, 0], &[f64::NAN, 2.0]);
+    assert_eq!((data, updates), (vec![0.0], vec![1.0, 0.0]));
+}
+
+#[test]
+fn products_with_zero_factors_have_exact_gradients() {
+    use gatherscatter::{Reduction, ScatterElements};
+    let op = ScatterElements::new(0).reduction(Reduction::Mul);
+    // out = 2 * 0 * 0 * 5: every factor's "others" holds a zero but none is divided by.
+    let (data, updates) = scatter_grads(op, &[2.0], &[0, 0, 0], &[0.0, 0.0, 5.0]);
+    assert_eq!(data, [0.0]);
+    assert_eq!(updates, [0.0, 0.0, 0.0]);
+    let (data, updates) = scatter_grads(op, &[2.0], &[0, 0], &[0.0, 5.0]);
+    assert_eq!(data, [0.0]);
+    assert_eq!(updates, [10.0, 0.0]);
+}
+
+#[test]
+fn the_last_duplicate_of_a_plain_scatter_takes_the_gradient() {
+    use gatherscatter::ScatterElements;
+    let (data, updates) = scatter_grads(
+        ScatterElements::new(0),
+        &[1.0, 1.0, 1.0],
+        &[2, 0, 2],
+        &[4.0, 5.0, 6.0],
+    );
+    assert_eq!(data, [0.0, 1.0, 0.0]);
+    assert_eq!(updates, [0.0, 1.0, 1.0]);
+}

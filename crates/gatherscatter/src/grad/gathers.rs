@@ -1,22 +1,7 @@
-//! Gradients of the gathers (spec §2.17): the vector-Jacobian product with
-//! respect to `data`, given `grad_out`, the gradient of the output.
-//!
-//! ```text
-//! grad_data[t] = Σ grad_out[p]   over the output positions p that read data[t]
-//! ```
-//!
-//! A gather reads `data[t]` once for every output position whose index
-//! names `t`, so its gradient is a scatter-add of `grad_out` into zeros of
-//! `data`'s shape (ScatterND for rows and GatherND, ScatterElements
-//! elsewhere), the terms added in ascending row-major order of `p`:
-//! bit-identical for any thread count. Under an index policy the gradient
-//! goes where the forward read: `clip` and `wrap` to the position the index
-//! was moved to, a `fill` position nowhere. The indices get no gradient:
-//! they are integers. Gradients are defined for the floating and complex
-//! dtypes.
+//! The gathers' gradients: a scatter-add of `grad_out` into zeros of
+//! `data`'s shape.
 
-use crate::display::Dims;
-use crate::dtype::DType;
+use super::{expect_grad_shape, require_differentiable, reserve};
 use crate::error::{Error, Result};
 use crate::index::{with_index_view, AxisRule, IndexElement};
 use crate::ops::gather::Gather;
@@ -31,16 +16,6 @@ use crate::reduction::Reduction;
 use crate::shape::{checked_product, normalize_axis, unravel};
 use crate::tensor::Tensor;
 use crate::tensor_view::TensorView;
-
-/// The dtypes a gradient is defined for.
-const DIFFERENTIABLE: [DType; 6] = [
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-    DType::Complex64,
-    DType::Complex128,
-];
 
 impl Gather {
     /// The gradient of this Gather with respect to `data` (of shape
@@ -149,14 +124,7 @@ impl IndexPolicy {
         indices: TensorView<'_>,
         data_shape: &[usize],
     ) -> Result<Tensor> {
-        if !DIFFERENTIABLE.contains(&grad_out.dtype()) {
-            return Err(Error::BadDType {
-                what: "grad_out",
-                dtype: grad_out.dtype(),
-                context: format!("the gradient of {}", op.name()),
-                accepted: DIFFERENTIABLE.to_vec(),
-            });
-        }
+        require_differentiable("grad_out", grad_out.dtype(), op)?;
         if *self == IndexPolicy::Drop {
             return Err(Error::attribute(
                 "mode drop is a scatter's; the gradient of a gather takes raise, clip, wrap or fill",
@@ -195,17 +163,6 @@ impl IndexPolicy {
     }
 }
 
-fn expect_grad_shape(grad_out: &TensorView<'_>, expected: &[usize], op: &str) -> Result<()> {
-    if grad_out.shape() == expected {
-        return Ok(());
-    }
-    Err(Error::shape(format!(
-        "grad_out has shape {}, but the output of {op} has shape {}",
-        Dims(grad_out.shape()),
-        Dims(expected)
-    )))
-}
-
 /// Where each index reads on its axis under `policy` (`None`: a fill
 /// position); an index the forward refused is the forward's error.
 fn positions(
@@ -227,15 +184,6 @@ fn positions(
 /// A sentinel out of range for an axis of `size`: the scatter under `drop` skips it.
 fn or_dropped(position: Option<usize>, size: usize) -> i64 {
     position.map_or(size as i64, |p| p as i64)
-}
-
-fn reserve<T>(len: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| Error::Allocation {
-        elements: len,
-        dtype: DType::I64,
-    })?;
-    Ok(v)
 }
 
 fn gather_grad(

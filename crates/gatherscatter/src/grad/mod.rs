@@ -1,0 +1,70 @@
+//! Gradients (spec §2.17): vector-Jacobian products of the gathers with
+//! respect to `data`, and of the scatters with respect to `data` and
+//! `updates`, given `grad_out`, the gradient of the output.
+//!
+//! ```text
+//! grad_data[t] = Σ grad_out[p]   over the output positions p that read data[t]
+//! ```
+//!
+//! A gather reads `data[t]` once for every output position whose index
+//! names `t`, so its gradient is a scatter-add of `grad_out` into zeros of
+//! `data`'s shape (ScatterND for rows and GatherND, ScatterElements
+//! elsewhere), the terms added in ascending row-major order of `p`:
+//! bit-identical for any thread count. Under an index policy the gradient
+//! goes where the forward read: `clip` and `wrap` to the position the index
+//! was moved to, a `fill` position nowhere. The indices get no gradient:
+//! they are integers. Gradients are defined for the floating and complex
+//! dtypes.
+
+mod gathers;
+mod scatters;
+
+pub use scatters::ScatterGrads;
+
+use crate::display::Dims;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops::op::Op;
+use crate::tensor_view::TensorView;
+
+/// The dtypes a gradient is defined for.
+const DIFFERENTIABLE: [DType; 6] = [
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+    DType::Complex64,
+    DType::Complex128,
+];
+
+fn require_differentiable(what: &'static str, dtype: DType, op: &Op) -> Result<()> {
+    if DIFFERENTIABLE.contains(&dtype) {
+        return Ok(());
+    }
+    Err(Error::BadDType {
+        what,
+        dtype,
+        context: format!("the gradient of {}", op.name()),
+        accepted: DIFFERENTIABLE.to_vec(),
+    })
+}
+
+fn expect_grad_shape(grad_out: &TensorView<'_>, expected: &[usize], op: &str) -> Result<()> {
+    if grad_out.shape() == expected {
+        return Ok(());
+    }
+    Err(Error::shape(format!(
+        "grad_out has shape {}, but the output of {op} has shape {}",
+        Dims(grad_out.shape()),
+        Dims(expected)
+    )))
+}
+
+fn reserve<T>(len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::Allocation {
+        elements: len,
+        dtype: DType::I64,
+    })?;
+    Ok(v)
+}
