@@ -374,6 +374,64 @@ fn _gather_grad<'py>(
     arrays::result(py, tensor, None)
 }
 
+/// The gradients of a scatter (``op``: ``"scatter_elements"``,
+/// ``"scatter_nd"`` or ``"scatter_reduce"``) with respect to ``data`` and
+/// ``updates``, given ``grad_out`` (spec §2.17): a pair of arrays. The
+/// functions of ``gatherscatter.grad`` call it.
+#[pyfunction]
+#[pyo3(signature = (op, data, indices, updates, grad_out, axis=0, reduction="none", include_self=true, *, mode="raise", threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn _scatter_grad<'py>(
+    py: Python<'py>,
+    op: &str,
+    data: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    updates: &Bound<'py, PyAny>,
+    grad_out: &Bound<'py, PyAny>,
+    axis: i64,
+    reduction: &str,
+    include_self: bool,
+    mode: &str,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let op: Op = match op {
+        "scatter_elements" => ScatterElements::new(axis)
+            .reduction(self::reduction(reduction)?)
+            .into(),
+        "scatter_nd" => ScatterND::new()
+            .reduction(self::reduction(reduction)?)
+            .into(),
+        "scatter_reduce" => {
+            let reduce = Aggregate::from_str(reduction).map_err(to_py_err)?;
+            ScatterReduce::new(axis, reduce)
+                .include_self(include_self)
+                .into()
+        }
+        other => {
+            return Err(errors::from_kind_now(
+                "unsupported",
+                &format!("no scatter gradient is defined for {other:?}"),
+            ))
+        }
+    };
+    let policy = IndexPolicy::from_str(mode).map_err(to_py_err)?;
+    let held = read(
+        &[data, indices, updates, grad_out],
+        &["data", "indices", "updates", "grad_out"],
+    )?;
+    let views = views_of(&held)?;
+    let runner = Runner::new(threads, small(&views, arrays::bytes(&views[0])))?;
+    let grads = runner
+        .work(py, || {
+            policy.scatter_grad(&op, views[0], views[1], views[2], views[3])
+        })
+        .map_err(to_py_err)?;
+    Ok((
+        arrays::result(py, grads.data, None)?,
+        arrays::result(py, grads.updates, None)?,
+    ))
+}
+
 /// ONNX Gather: ``out[a..., j..., b...] = data[a..., indices[j...], b...]``
 /// with ``a`` the dims before ``axis``.
 ///
@@ -813,6 +871,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_reduce, m)?)?;
     m.add_function(wrap_pyfunction!(_gather_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(_scatter_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_csr, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_coo, m)?)?;
     m.add_function(wrap_pyfunction!(_embedding_bag, m)?)?;

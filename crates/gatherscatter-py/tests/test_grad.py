@@ -190,3 +190,105 @@ def test_the_torch_functions_give_torchs_values_and_gradients(name, dtype):
     (out_torch, grad_torch), (out_gs, grad_gs) = results
     assert np.array_equal(out_gs, out_torch)
     np.testing.assert_allclose(grad_gs, grad_torch, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+# -- the scatters' gradients
+
+def distinct(rng, shape):
+    """Values with gaps: no ties, and a finite-difference step keeps every winner."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n) * 0.37 - n * 0.15).reshape(shape)
+
+
+SCATTER_REDUCES = ["sum", "prod", "mean", "amax", "amin"]
+
+
+@pytest.mark.parametrize("reduce", SCATTER_REDUCES)
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_grads_are_the_finite_differences(reduce, include_self):
+    rng = np.random.default_rng(4)
+    x = distinct(rng, (4, 3))
+    index = rng.integers(-4, 4, (6, 3))
+    src = distinct(np.random.default_rng(5), (7, 3)) + 100.0  # larger than index: torch's rule
+    weights = rng.standard_normal(x.shape)
+
+    def f(x, src):
+        return np.sum(weights * gs.scatter_reduce(x, 0, index, src, reduce,
+                                                  include_self=include_self))
+
+    grad_x, grad_src = gs.grad.scatter_reduce(weights, x, 0, index, src, reduce,
+                                              include_self=include_self)
+    assert grad_src.shape == src.shape and not grad_src[6:].any()
+    for base, analytic, which in ((x, grad_x, 0), (src, grad_src, 1)):
+        for t in np.ndindex(*base.shape):
+            up, down = base.copy(), base.copy()
+            up[t] += 1e-3
+            down[t] -= 1e-3
+            args_up = (up, src) if which == 0 else (x, up)
+            args_down = (down, src) if which == 0 else (x, down)
+            numeric = (f(*args_up) - f(*args_down)) / 2e-3
+            assert abs(numeric - analytic[t]) <= 1e-6 * (1 + abs(numeric)), (which, t)
+
+
+def test_a_plain_scatter_gives_the_kept_duplicate_the_gradient():
+    grad_data, grad_updates = gs.grad.scatter_elements(
+        np.ones(3), np.zeros(3), np.array([2, 0, 2]), np.array([4.0, 5.0, 6.0]))
+    assert grad_data.tolist() == [0.0, 1.0, 0.0] and grad_updates.tolist() == [0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("reduce", SCATTER_REDUCES)
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_grads_match_torch(reduce, include_self):
+    torch = torch_or_skip()
+    import gatherscatter.torch as gst
+
+    rng = np.random.default_rng(6)
+    x = distinct(rng, (5, 4))
+    src = distinct(rng, (9, 4)) / 3.0 + 0.5  # no zeros: torch's prod backward divides
+    index = torch.from_numpy(rng.integers(0, 5, (9, 4)))
+    weight = torch.from_numpy(rng.standard_normal((5, 4)))
+    results = []
+    for fn in (torch.scatter_reduce, gst.scatter_reduce):
+        a = torch.from_numpy(x.copy()).requires_grad_()
+        b = torch.from_numpy(src.copy()).requires_grad_()
+        out = fn(a, 0, index, b, reduce, include_self=include_self)
+        (out * weight).sum().backward()
+        results.append((out.detach().numpy(), a.grad.numpy(), b.grad.numpy()))
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_tied_maxima_split_the_gradient_as_torch_does():
+    torch = torch_or_skip()
+    import gatherscatter.torch as gst
+
+    x = torch.tensor([3.0, 1.0], dtype=torch.float64)
+    src = torch.tensor([3.0, 2.0, 3.0, 0.5], dtype=torch.float64)
+    index = torch.tensor([0, 0, 0, 1])
+    grads = []
+    for fn in (torch.scatter_reduce, gst.scatter_reduce):
+        a, b = x.clone().requires_grad_(), src.clone().requires_grad_()
+        fn(a, 0, index, b, "amax").sum().backward()
+        grads.append((a.grad.tolist(), b.grad.tolist()))
+    assert grads[0] == grads[1] == ([1 / 3, 1.0], [1 / 3, 0.0, 1 / 3, 0.0])
+
+
+def test_scatter_add_and_scatter_match_torch_where_torch_defines_the_same():
+    torch = torch_or_skip()
+    import gatherscatter.torch as gst
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 3))
+    src = rng.standard_normal((6, 3))
+    unique = torch.from_numpy(np.stack([rng.permutation(6) for _ in range(3)], axis=1))
+    dups = torch.from_numpy(rng.integers(0, 6, (6, 3)))
+    cases = [("scatter_add", dups), ("scatter", unique)]
+    for name, index in cases:
+        results = []
+        for fn in (getattr(torch, name), getattr(gst, name)):
+            a = torch.from_numpy(x.copy()).requires_grad_()
+            b = torch.from_numpy(src.copy()).requires_grad_()
+            fn(a, 0, index, b).pow(2).sum().backward()
+            results.append((a.grad.numpy(), b.grad.numpy()))
+        for ours, theirs in zip(results[1], results[0]):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-12, err_msg=name)

@@ -14,8 +14,19 @@ read: ``clip`` and ``wrap`` to the position they moved the index to, a
 Gradients are defined for float16, bfloat16, float32, float64, complex64
 and complex128.
 
-The scatters', ``embedding_bag``'s and the segment reductions' gradients
-are not here yet.
+The scatters' gradients (``scatter_elements``, ``scatter_nd``,
+``scatter_reduce``) are pairs: with respect to ``data`` and to ``updates``.
+Per reduction (``g = grad_out[t]`` for a data element ``t`` that updates land
+on): ``none`` gives ``g`` to the update the forward kept (the last), 0 to
+``data[t]``; ``add``/``sum`` pass ``g`` to all; ``mean`` gives ``g / count``;
+``mul``/``prod`` give ``g`` times the product of the other factors (no
+division: exact with zeros); ``max``/``min``/``amax``/``amin`` split ``g``
+evenly among the values equal to the result, as PyTorch does (NaN equal to
+NaN). Without ``include_self``, ``data[t]`` gets 0. ``mode="drop"`` gives a
+dropped update 0.
+
+``embedding_bag``'s, the segment reductions' and ``tensor_scatter``'s
+gradients are not here yet.
 """
 
 from __future__ import annotations
@@ -28,7 +39,8 @@ from . import _native
 from ._errors import ShapeError
 from ._numpy import _along_axis, _integer_indices
 
-__all__ = ["gather", "gather_elements", "gather_nd", "take", "take_along_axis", "index_select"]
+__all__ = ["gather", "gather_elements", "gather_nd", "take", "take_along_axis", "index_select",
+           "scatter_elements", "scatter_nd", "scatter_reduce"]
 
 
 def _shape(data_shape: Sequence[int]) -> Tuple[int, ...]:
@@ -144,3 +156,63 @@ def index_select(grad_out: Any, dim: int, index: Any, data_shape: Sequence[int],
         raise ShapeError(f"index has rank {index.ndim}, but rank 1 (a vector of positions "
                          f"along dim) is required", "rank_mismatch")
     return gather(grad_out, index, data_shape, dim, threads=threads)
+
+
+def scatter_elements(grad_out: Any, data: Any, indices: Any, updates: Any, axis: int = 0,
+                     reduction: str = "none", *, mode: str = "raise",
+                     threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """The gradients of ``gatherscatter.scatter_elements(data, indices,
+    updates, axis, reduction, mode=mode)`` with respect to ``data`` and
+    ``updates``.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.scatter_elements(np.ones(3), np.zeros(3), np.array([2, 0, 2]),
+    ...                          np.array([4., 5., 6.]))  # the last 2 wins
+    (array([0., 1., 0.]), array([0., 1., 1.]))
+    """
+    return _native._scatter_grad("scatter_elements", data, indices, updates, grad_out, axis,
+                                 reduction, mode=mode, threads=threads)
+
+
+def scatter_nd(grad_out: Any, data: Any, indices: Any, updates: Any, reduction: str = "none", *,
+               mode: str = "raise", threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """The gradients of ``gatherscatter.scatter_nd(data, indices, updates,
+    reduction, mode=mode)`` with respect to ``data`` and ``updates``.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.scatter_nd(np.ones((2, 2)), np.full((2, 2), 2.), np.array([[1], [1]]),
+    ...                    np.array([[3., 0.], [5., 5.]]), "mul")
+    (array([[ 1.,  1.],
+           [15.,  0.]]), array([[10., 10.],
+           [ 6.,  0.]]))
+    """
+    return _native._scatter_grad("scatter_nd", data, indices, updates, grad_out,
+                                 reduction=reduction, mode=mode, threads=threads)
+
+
+def scatter_reduce(grad_out: Any, input: Any, dim: int, index: Any, src: Any, reduce: str, *,
+                   include_self: bool = True, mode: str = "raise",
+                   threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """The gradients of ``gatherscatter.scatter_reduce(input, dim, index, src,
+    reduce, include_self=...)`` with respect to ``input`` and ``src`` (of
+    ``src``'s shape: 0 beyond the part of ``src`` the index uses).
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.scatter_reduce(np.ones(2), np.array([3., 1.]), 0, np.array([0, 0, 0]),
+    ...                        np.array([3., 2., 3.]), "amax")  # three tie at 3
+    (array([0.33333333, 1.        ]), array([0.33333333, 0.        , 0.33333333]))
+    """
+    index = np.asarray(index)
+    src = np.asarray(src)
+    used = src
+    if src.ndim == index.ndim and src.shape != index.shape and all(
+            i <= s for i, s in zip(index.shape, src.shape)):
+        used = src[tuple(slice(0, i) for i in index.shape)]
+    grad_input, grad_used = _native._scatter_grad("scatter_reduce", input, index, used, grad_out,
+                                                  dim, reduce, include_self, mode=mode,
+                                                  threads=threads)
+    if used is src:
+        return grad_input, grad_used
+    grad_src = np.zeros(src.shape, grad_used.dtype)
+    grad_src[tuple(slice(0, i) for i in index.shape)] = grad_used
+    return grad_input, grad_src

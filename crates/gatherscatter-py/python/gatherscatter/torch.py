@@ -1,10 +1,13 @@
 """PyTorch autograd functions over this library's gathers (CPU tensors).
 
-``gather``, ``index_select``, ``take_along_dim`` and ``embedding`` take
-PyTorch's arguments and return what PyTorch's functions of the same names
-return; their backward is this library's deterministic scatter-add
-(``gatherscatter.grad``): duplicates added in ascending order, bit-identical
-for any thread count. Drop them into a model in place of ``torch.gather`` &
+``gather``, ``index_select``, ``take_along_dim``, ``embedding``,
+``scatter``, ``scatter_add`` and ``scatter_reduce`` take PyTorch's arguments
+and return what PyTorch's functions of the same names return; their
+backward is this library's (``gatherscatter.grad``): deterministic,
+duplicates added in ascending order, bit-identical for any thread count.
+One deliberate difference: the backward of ``scatter`` with duplicate
+indices gives the update the forward kept (the last) its gradient and the
+others none; PyTorch gives every duplicate the gradient. Drop them into a model in place of ``torch.gather`` &
 co. Tensors cross to numpy without a copy where their layout allows (a
 ``bfloat16`` one through ``ml_dtypes``). The indices get no gradient; a
 second derivative is not defined (``once_differentiable``).
@@ -23,8 +26,10 @@ from torch.autograd.function import once_differentiable
 from . import _native
 from . import grad as _grad
 from ._numpy import take_along_axis as _take_along_axis
+from ._torch import scatter_reduce as _scatter_reduce
 
-__all__ = ["gather", "index_select", "take_along_dim", "embedding"]
+__all__ = ["gather", "index_select", "take_along_dim", "embedding", "scatter", "scatter_add",
+           "scatter_reduce"]
 
 
 def _array(t: torch.Tensor) -> np.ndarray:
@@ -167,3 +172,77 @@ def embedding(input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
             [2., 2.]])
     """
     return _Embedding.apply(input, weight)
+
+
+class _ScatterReduce(torch.autograd.Function):
+    """``torch.scatter_reduce`` (and ``scatter`` as reduce ``"none"``)."""
+
+    @staticmethod
+    def forward(ctx: Any, input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor,
+                reduce: str, include_self: bool) -> torch.Tensor:
+        ctx.save_for_backward(input, index, src)
+        ctx.args = (dim, reduce, include_self)
+        a, i, u = _array(input), _array(index), _array(src)
+        if reduce == "none":
+            u = u[tuple(slice(0, n) for n in i.shape)]
+            out = _native.scatter_elements(a, i, u, dim)
+        else:
+            out = _scatter_reduce(a, dim, i, u, reduce, include_self=include_self)
+        return _tensor(out, input.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Tuple[Any, ...]:
+        input, index, src = ctx.saved_tensors
+        dim, reduce, include_self = ctx.args
+        g, a, i, u = _array(grad_out), _array(input), _array(index), _array(src)
+        if reduce == "none":
+            used = u[tuple(slice(0, n) for n in i.shape)]
+            grad_input, grad_used = _grad.scatter_elements(g, a, i, used, dim)
+            grad_src = np.zeros(u.shape, grad_used.dtype)
+            grad_src[tuple(slice(0, n) for n in i.shape)] = grad_used
+        else:
+            grad_input, grad_src = _grad.scatter_reduce(g, a, dim, i, u, reduce,
+                                                        include_self=include_self)
+        return (_tensor(grad_input, grad_out.dtype), None, None, _tensor(grad_src, grad_out.dtype),
+                None, None)
+
+
+def scatter(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """``torch.scatter(input, dim, index, src)``: of duplicates the last wins,
+    and only it gets a gradient (PyTorch gives each duplicate one).
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> src = torch.tensor([4., 5., 6.], requires_grad=True)
+    >>> gst.scatter(torch.zeros(3), 0, torch.tensor([2, 0, 2]), src).sum().backward()
+    >>> src.grad
+    tensor([0., 1., 1.])
+    """
+    return _ScatterReduce.apply(input, dim, index, src, "none", True)
+
+
+def scatter_add(input: torch.Tensor, dim: int, index: torch.Tensor,
+                src: torch.Tensor) -> torch.Tensor:
+    """``torch.scatter_add(input, dim, index, src)``, deterministic both ways.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> x = torch.zeros(2, requires_grad=True)
+    >>> gst.scatter_add(x, 0, torch.tensor([1, 1]), torch.tensor([1., 2.])).detach()
+    tensor([0., 3.])
+    """
+    return _ScatterReduce.apply(input, dim, index, src, "sum", True)
+
+
+def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor,
+                   reduce: str, *, include_self: bool = True) -> torch.Tensor:
+    """``torch.scatter_reduce(input, dim, index, src, reduce, include_self=...)``
+    (``sum``, ``prod``, ``mean``, ``amax``, ``amin``), deterministic both ways;
+    ``prod``'s gradient is exact with zeros among the factors.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> src = torch.tensor([3., 0., 2.], requires_grad=True)
+    >>> gst.scatter_reduce(torch.ones(1), 0, torch.tensor([0, 0, 0]), src, "prod").backward()
+    >>> src.grad
+    tensor([0., 6., 0.])
+    """
+    return _ScatterReduce.apply(input, dim, index, src, reduce, include_self)
