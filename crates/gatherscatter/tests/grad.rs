@@ -650,3 +650,49 @@ fn the_last_duplicate_of_a_plain_scatter_takes_the_gradient() {
     assert_eq!(data, [0.0, 1.0, 0.0]);
     assert_eq!(updates, [0.0, 1.0, 1.0]);
 }
+
+#[test]
+fn scatter_gradients_with_heavy_duplicates_are_bit_identical_for_every_thread_count() {
+    let (rows, cols, n) = (50, 40, 6000);
+    let data = Tensor::new(
+        vec![rows, cols],
+        values(rows * cols, 1).iter().map(|&v| v as f32).collect(),
+    )
+    .unwrap();
+    let indices = index_tensor(
+        DType::I64,
+        &[n, cols],
+        &index_values(n * cols, -(rows as i128), rows as i128, 2),
+    );
+    let updates = Tensor::new(
+        vec![n, cols],
+        values(n * cols, 3)
+            .iter()
+            .map(|&v| (v as f32).round())
+            .collect(),
+    )
+    .unwrap();
+    let grad_out = Tensor::new(
+        vec![rows, cols],
+        values(rows * cols, 4).iter().map(|&v| v as f32).collect(),
+    )
+    .unwrap();
+    for (label, op) in scatter_ops(0, false) {
+        let run = || {
+            let g = IndexPolicy::Raise
+                .scatter_grad(
+                    &op,
+                    (&data).into(),
+                    (&indices).into(),
+                    (&updates).into(),
+                    (&grad_out).into(),
+                )
+                .unwrap();
+            format!("{:?} {:?}", g.data, g.updates)
+        };
+        let one = in_pool(1, run);
+        for threads in [2, 3, 5] {
+            assert_eq!(in_pool(threads, run), one, "{label} on {threads} threads");
+        }
+    }
+}

@@ -20,10 +20,11 @@
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
-use super::{expect_grad_shape, require_differentiable, reserve};
+use super::{expect_grad_shape, require_differentiable};
 use crate::aggregate::Aggregate;
 use crate::error::{Error, Result};
 use crate::index::{with_index_view, IndexElement};
+use crate::mem::parallel;
 use crate::ops::op::Op;
 use crate::policy::IndexPolicy;
 use crate::reduction::Reduction;
@@ -241,7 +242,7 @@ impl From<Aggregate> for Kind {
 }
 
 /// The element type the gradients are computed in.
-trait Scalar: Copy + PartialEq + std::ops::Mul<Output = Self> {
+trait Scalar: Copy + PartialEq + Send + Sync + std::ops::Mul<Output = Self> {
     const ZERO: Self;
     const ONE: Self;
     fn conj(self) -> Self;
@@ -299,33 +300,42 @@ fn narrow<T>(values: Vec<f32>, round: fn(f32) -> T) -> Vec<T> {
     values.into_iter().map(round).collect()
 }
 
+/// A dropped update's target.
+const DROPPED: usize = usize::MAX;
+
 /// For each update element (row-major), the flat data offset it lands on
-/// under `policy`, or `None` when `drop` skips it. The forward has run, so
-/// every index resolves.
+/// under `policy`, or [`DROPPED`]. The forward has run, so every index
+/// resolves.
 fn targets(
     policy: &IndexPolicy,
     op: &Op,
     data_shape: &[usize],
     indices: TensorView<'_>,
     updates_len: usize,
-) -> Result<Vec<Option<usize>>> {
-    let values: Vec<i128> = with_index_view!(indices, "a scatter's gradient", v => {
-        v.data().iter().map(|x| x.to_i128()).collect()
-    });
+) -> Result<Vec<usize>> {
     let data_strides = strides(data_shape);
-    let mut targets = reserve(updates_len)?;
+    let mut targets = vec![DROPPED; updates_len];
+    let per_task = updates_len
+        .div_ceil(parallel::tasks(updates_len * 8, updates_len).max(1))
+        .max(1);
     match op {
         Op::ScatterND(_) => {
             let k = indices.shape().last().copied().unwrap_or(0);
             let slice: usize = data_shape[k.min(data_shape.len())..].iter().product();
-            let tuples = updates_len.checked_div(slice).unwrap_or(0);
-            for t in 0..tuples {
-                let tuple = &values[t * k..t * k + k];
-                let base: Option<usize> = tuple.iter().enumerate().try_fold(0, |acc, (j, &v)| {
-                    Some(acc + policy.resolve(v, data_shape[j])? * data_strides[j])
-                });
-                targets.extend((0..slice).map(|e| base.map(|b| b + e)));
-            }
+            with_index_view!(indices, "a scatter's gradient", v => {
+                let values = v.data();
+                parallel::for_each_chunk(&mut targets, per_task, |task, chunk| {
+                    for (i, slot) in chunk.iter_mut().enumerate() {
+                        let flat = task * per_task + i;
+                        let t = flat / slice.max(1);
+                        let tuple = &values[t * k..t * k + k];
+                        let base = tuple.iter().enumerate().try_fold(0, |acc, (j, x)| {
+                            Some(acc + policy.resolve(x.to_i128(), data_shape[j])? * data_strides[j])
+                        });
+                        *slot = base.map_or(DROPPED, |b| b + flat % slice.max(1));
+                    }
+                })
+            });
         }
         _ => {
             let axis = match op {
@@ -336,46 +346,60 @@ fn targets(
             let axis = normalize_axis(axis, data_shape.len(), "data")?;
             let shape = indices.shape();
             let index_strides = strides(shape);
-            for (flat, &v) in values.iter().enumerate() {
-                let target = policy.resolve(v, data_shape[axis]).map(|position| {
-                    (0..shape.len())
-                        .map(|d| {
-                            let coord = if d == axis {
-                                position
-                            } else {
-                                flat / index_strides[d] % shape[d]
-                            };
-                            coord * data_strides[d]
-                        })
-                        .sum()
-                });
-                targets.push(target);
-            }
+            let size = data_shape[axis];
+            with_index_view!(indices, "a scatter's gradient", v => {
+                let values = v.data();
+                parallel::for_each_chunk(&mut targets, per_task, |task, chunk| {
+                    for (i, slot) in chunk.iter_mut().enumerate() {
+                        let flat = task * per_task + i;
+                        let Some(position) = policy.resolve(values[flat].to_i128(), size) else {
+                            continue;
+                        };
+                        *slot = (0..shape.len())
+                            .map(|d| {
+                                let coord = if d == axis {
+                                    position
+                                } else {
+                                    flat / index_strides[d] % shape[d]
+                                };
+                                coord * data_strides[d]
+                            })
+                            .sum();
+                    }
+                })
+            });
         }
     }
     Ok(targets)
 }
 
-/// Each data element's updates, in ascending order: `members[starts[t]..starts[t + 1]]`.
-fn groups(targets: &[Option<usize>], len: usize) -> Result<(Vec<usize>, Vec<usize>)> {
-    let mut starts = vec![0usize; len + 1];
-    for t in targets.iter().flatten() {
-        starts[t + 1] += 1;
-    }
-    for t in 0..len {
-        starts[t + 1] += starts[t];
-    }
-    let mut next = starts.clone();
-    let mut members = vec![0usize; starts[len]];
-    for (p, t) in targets.iter().enumerate() {
-        if let Some(t) = t {
-            members[next[*t]] = p;
-            next[*t] += 1;
+/// `out[i] = f(i)` for every element, on the pool when it is large.
+fn fill_each<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
+    let len = out.len();
+    let per_task = len
+        .div_ceil(parallel::tasks(std::mem::size_of_val(out), len).max(1))
+        .max(1);
+    parallel::for_each_chunk(out, per_task, |task, chunk| {
+        for (i, slot) in chunk.iter_mut().enumerate() {
+            *slot = f(task * per_task + i);
         }
-    }
-    Ok((starts, members))
+    });
 }
 
+/// How many updates land on each data element.
+fn hits(targets: &[usize], len: usize) -> Vec<u32> {
+    let mut hits = vec![0u32; len];
+    for &t in targets {
+        if t != DROPPED {
+            hits[t] = hits[t].saturating_add(1);
+        }
+    }
+    hits
+}
+
+/// The passes of the table above, over the updates in ascending order
+/// where order matters (the last of `none`, the prefix and suffix products
+/// of `prod`) and in parallel where it does not.
 fn vjp<T: Scalar>(
     kind: Kind,
     include_self: bool,
@@ -383,75 +407,109 @@ fn vjp<T: Scalar>(
     updates: &[T],
     out: &[T],
     grad_out: &[T],
-    targets: &[Option<usize>],
+    targets: &[usize],
 ) -> Result<(Vec<T>, Vec<T>)> {
-    let (starts, members) = groups(targets, data.len())?;
-    let mut grad_data = grad_out.to_vec();
+    let n = data.len();
+    let own = usize::from(include_self);
+    let mut grad_data = vec![T::ZERO; n];
     let mut grad_updates = vec![T::ZERO; updates.len()];
-    let mut suffix: Vec<T> = Vec::new();
-    for t in 0..data.len() {
-        let group = &members[starts[t]..starts[t + 1]];
-        let Some(&last) = group.last() else { continue };
-        let g = grad_out[t];
-        let own = if include_self { 1 } else { 0 };
-        match kind {
-            Kind::Replace => {
-                grad_data[t] = T::ZERO;
-                grad_updates[last] = g;
+    let g = |p: usize| {
+        if targets[p] == DROPPED {
+            None
+        } else {
+            Some(grad_out[targets[p]])
+        }
+    };
+    match kind {
+        Kind::Replace => {
+            let mut last = vec![DROPPED; n];
+            for (p, &t) in targets.iter().enumerate() {
+                if t != DROPPED {
+                    last[t] = p;
+                }
             }
-            Kind::Sum | Kind::Mean => {
-                let share = if kind == Kind::Mean {
-                    g.over(group.len() + own)
+            fill_each(&mut grad_updates, |p| match g(p) {
+                Some(g) if last[targets[p]] == p => g,
+                _ => T::ZERO,
+            });
+            fill_each(&mut grad_data, |t| {
+                if last[t] == DROPPED {
+                    grad_out[t]
                 } else {
-                    g
-                };
-                grad_data[t] = if include_self { share } else { T::ZERO };
-                for &p in group {
-                    grad_updates[p] = share;
+                    T::ZERO
+                }
+            });
+        }
+        Kind::Sum | Kind::Mean => {
+            let hits = hits(targets, n);
+            let share = |t: usize| {
+                if kind == Kind::Mean {
+                    grad_out[t].over(hits[t] as usize + own)
+                } else {
+                    grad_out[t]
+                }
+            };
+            fill_each(&mut grad_updates, |p| {
+                g(p).map_or(T::ZERO, |_| share(targets[p]))
+            });
+            fill_each(&mut grad_data, |t| match (hits[t], include_self) {
+                (0, _) => grad_out[t],
+                (_, true) => share(t),
+                (_, false) => T::ZERO,
+            });
+        }
+        Kind::Extreme => {
+            let hits = hits(targets, n);
+            let mut winners = vec![0u32; n];
+            for (p, &t) in targets.iter().enumerate() {
+                if t != DROPPED && updates[p].ties(out[t]) {
+                    winners[t] += 1;
                 }
             }
-            Kind::Prod => {
-                // The factors in order: self (when included), then the group's updates.
-                let factor = |i: usize| {
-                    if include_self && i == 0 {
-                        data[t]
-                    } else {
-                        updates[group[i - own]]
-                    }
-                };
-                let n = group.len() + own;
-                suffix.clear();
-                suffix.resize(n + 1, T::ONE);
-                for i in (0..n).rev() {
-                    suffix[i] = suffix[i + 1] * factor(i);
+            let self_wins = |t: usize| include_self && data[t].ties(out[t]);
+            let share =
+                |t: usize| grad_out[t].over(winners[t] as usize + usize::from(self_wins(t)));
+            fill_each(&mut grad_updates, |p| match g(p) {
+                Some(_) if updates[p].ties(out[targets[p]]) => share(targets[p]),
+                _ => T::ZERO,
+            });
+            fill_each(&mut grad_data, |t| {
+                if hits[t] == 0 {
+                    grad_out[t]
+                } else if self_wins(t) {
+                    share(t)
+                } else {
+                    T::ZERO
                 }
-                let mut prefix = T::ONE;
-                grad_data[t] = T::ZERO;
-                for i in 0..n {
-                    let others = g * (prefix * suffix[i + 1]).conj();
-                    if include_self && i == 0 {
-                        grad_data[t] = others;
-                    } else {
-                        grad_updates[group[i - own]] = others;
-                    }
-                    prefix = prefix * factor(i);
-                }
-            }
-            Kind::Extreme => {
-                let result = out[t];
-                let self_wins = include_self && data[t].ties(result);
-                let winners = group.iter().filter(|&&p| updates[p].ties(result)).count()
-                    + usize::from(self_wins);
-                let share = g.over(winners.max(1));
-                grad_data[t] = if self_wins { share } else { T::ZERO };
-                for &p in group {
-                    grad_updates[p] = if updates[p].ties(result) {
-                        share
-                    } else {
-                        T::ZERO
-                    };
+            });
+        }
+        Kind::Prod => {
+            // prefix[p]: self (when included) times the updates before p on
+            // its target; then, walking back, times those after p.
+            let mut running: Vec<T> = (0..n)
+                .map(|t| if include_self { data[t] } else { T::ONE })
+                .collect();
+            let mut prefix = vec![T::ONE; updates.len()];
+            for (p, &t) in targets.iter().enumerate() {
+                if t != DROPPED {
+                    prefix[p] = running[t];
+                    running[t] = running[t] * updates[p];
                 }
             }
+            let mut after = vec![T::ONE; n];
+            let mut hit = vec![false; n];
+            for (p, &t) in targets.iter().enumerate().rev() {
+                if t != DROPPED {
+                    grad_updates[p] = grad_out[t] * (prefix[p] * after[t]).conj();
+                    after[t] = after[t] * updates[p];
+                    hit[t] = true;
+                }
+            }
+            fill_each(&mut grad_data, |t| match (hit[t], include_self) {
+                (false, _) => grad_out[t],
+                (true, true) => grad_out[t] * after[t].conj(),
+                (true, false) => T::ZERO,
+            });
         }
     }
     Ok((grad_data, grad_updates))
