@@ -10,6 +10,8 @@ Workloads (float32 gradients, int64 indices, uniform random: duplicates):
               backward scatter-adds 64 MiB of gradients into 65,536 rows
   W4_elements torch.gather along the last axis of 4096 x 4096 (W4's shape)
   EMB_rows    nn.functional.embedding of 65,536 lookups in a 65,536 x 256 table
+  SR_mean     scatter_reduce mean of 16M updates into 1M slots (#30's), both gradients
+  SR_amax     the same with amax
 torch's side is ``torch.autograd.grad`` of the forward's output with the
 gradient given (the forward run once, outside the timing). Before timing,
 the two gradients must agree (the same sums; summation order may differ in
@@ -46,22 +48,42 @@ def median_time(call, repeat: int) -> float:
     return statistics.median(times)
 
 
+def scatter_reduce_workload(rng, reduce):
+    n, slots = 1 << 24, 1 << 20
+    index = rng.integers(0, slots, n)
+    src = rng.standard_normal(n).astype(np.float32)
+    data = rng.standard_normal(slots).astype(np.float32)
+    g = rng.standard_normal(slots).astype(np.float32)
+    t_index = torch.from_numpy(index)
+
+    def ours(threads):
+        return gs.grad.scatter_reduce(g, data, 0, index, src, reduce, threads=threads)
+
+    def forward(x, s):
+        return torch.scatter_reduce(x, 0, t_index, s, reduce)
+
+    return (f"SR_{reduce}", [data, src], ours, forward, g)
+
+
 def workloads(rng):
     rows = rng.integers(0, 65536, 65536)
     g_rows = rng.standard_normal((65536, 256)).astype(np.float32)
     elements = rng.integers(0, 4096, (4096, 4096))
     g_elements = rng.standard_normal((4096, 4096)).astype(np.float32)
     t_rows = torch.from_numpy(rows)
-    yield ("W1_rows", (65536, 256),
-           lambda threads: gs.grad.gather(g_rows, rows, (65536, 256), 0, threads=threads),
+    table = [np.zeros((65536, 256), np.float32)]
+    yield ("W1_rows", table,
+           lambda threads: (gs.grad.gather(g_rows, rows, (65536, 256), 0, threads=threads),),
            lambda x: torch.index_select(x, 0, t_rows), g_rows)
-    yield ("W4_elements", (4096, 4096),
-           lambda threads: gs.grad.gather_elements(g_elements, elements, (4096, 4096), 1,
-                                                   threads=threads),
+    yield ("W4_elements", [np.zeros((4096, 4096), np.float32)],
+           lambda threads: (gs.grad.gather_elements(g_elements, elements, (4096, 4096), 1,
+                                                    threads=threads),),
            lambda x: torch.gather(x, 1, torch.from_numpy(elements)), g_elements)
-    yield ("EMB_rows", (65536, 256),
-           lambda threads: gs.grad.gather(g_rows, rows, (65536, 256), 0, threads=threads),
+    yield ("EMB_rows", table,
+           lambda threads: (gs.grad.gather(g_rows, rows, (65536, 256), 0, threads=threads),),
            lambda x: torch.nn.functional.embedding(t_rows, x), g_rows)
+    yield scatter_reduce_workload(rng, "mean")
+    yield scatter_reduce_workload(rng, "amax")
 
 
 def main() -> int:
@@ -73,17 +95,18 @@ def main() -> int:
     rng = np.random.default_rng(0)
     print("| workload | 1 thread: gatherscatter · torch · speed-up | 2 threads |")
     print("|---|---|---|")
-    for name, shape, ours, forward, grad_out in workloads(rng):
-        x = torch.zeros(shape, dtype=torch.float32, requires_grad=True)
-        y = forward(x)
+    for name, arrays, ours, forward, grad_out in workloads(rng):
+        inputs = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+        y = forward(*inputs)
         g = torch.from_numpy(grad_out)
 
         def theirs():
-            return torch.autograd.grad(y, x, g, retain_graph=True)[0]
+            return torch.autograd.grad(y, inputs, g, retain_graph=True)
 
         one, two = ours(1), ours(2)
-        assert one.tobytes() == two.tobytes(), f"{name}: 1 and 2 threads differ"
-        np.testing.assert_allclose(one, theirs().numpy(), rtol=1e-4, atol=1e-3)
+        for a, b, t in zip(one, two, theirs()):
+            assert a.tobytes() == b.tobytes(), f"{name}: 1 and 2 threads differ"
+            np.testing.assert_allclose(a, t.numpy(), rtol=1e-4, atol=1e-3)
         cells = []
         for threads in (1, 2):
             torch.set_num_threads(threads)
