@@ -484,7 +484,7 @@ fn run_dropped(
 
 /// The shape and dtype rules of the scatter, checked before the flat form
 /// (which would not see them) runs.
-fn check_scatter(
+pub(crate) fn check_scatter(
     op: &Op,
     data: TensorView<'_>,
     indices: TensorView<'_>,

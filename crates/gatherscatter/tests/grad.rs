@@ -696,3 +696,56 @@ fn scatter_gradients_with_heavy_duplicates_are_bit_identical_for_every_thread_co
         }
     }
 }
+
+#[test]
+fn a_scatters_gradient_fails_with_the_forwards_error() {
+    use gatherscatter::{Aggregate, Reduction, ScatterElements, ScatterND, ScatterReduce};
+    let data = Tensor::new(vec![3, 2], vec![1.0f64; 6]).unwrap();
+    let grad_out = data.clone();
+    let cases: Vec<(Op, Tensor, Tensor)> = vec![
+        // an index out of range, a sum and a max (which runs the forward anyway)
+        (
+            ScatterReduce::new(0, Aggregate::Sum).into(),
+            Tensor::new(vec![2, 2], vec![0i64, 1, 3, 0]).unwrap(),
+            Tensor::new(vec![2, 2], vec![1.0f64; 4]).unwrap(),
+        ),
+        (
+            ScatterReduce::new(0, Aggregate::Amax).into(),
+            Tensor::new(vec![2, 2], vec![0i64, 1, -4, 0]).unwrap(),
+            Tensor::new(vec![2, 2], vec![1.0f64; 4]).unwrap(),
+        ),
+        // updates of the wrong shape
+        (
+            ScatterElements::new(1).reduction(Reduction::Add).into(),
+            Tensor::new(vec![3, 1], vec![0i64, 1, 0]).unwrap(),
+            Tensor::new(vec![3, 2], vec![1.0f64; 6]).unwrap(),
+        ),
+        // tuples longer than data's rank
+        (
+            ScatterND::new().reduction(Reduction::Mul).into(),
+            Tensor::new(vec![1, 3], vec![0i64, 0, 0]).unwrap(),
+            Tensor::from_vec(vec![1.0f64]),
+        ),
+        // indices of a float dtype
+        (
+            ScatterElements::new(0).into(),
+            Tensor::new(vec![1, 2], vec![0.0f32, 1.0]).unwrap(),
+            Tensor::new(vec![1, 2], vec![1.0f64; 2]).unwrap(),
+        ),
+    ];
+    for (op, indices, updates) in &cases {
+        let forward = op
+            .run(&[(&data).into(), indices.into(), updates.into()])
+            .unwrap_err();
+        let grad = IndexPolicy::Raise
+            .scatter_grad(
+                op,
+                (&data).into(),
+                indices.into(),
+                updates.into(),
+                (&grad_out).into(),
+            )
+            .unwrap_err();
+        assert_eq!(grad.to_string(), forward.to_string(), "{}", op.name());
+    }
+}

@@ -23,7 +23,7 @@ use num_complex::{Complex32, Complex64};
 use super::{expect_grad_shape, require_differentiable};
 use crate::aggregate::Aggregate;
 use crate::error::{Error, Result};
-use crate::index::{with_index_view, IndexElement};
+use crate::index::{with_index_view, AxisRule, IndexElement};
 use crate::mem::parallel;
 use crate::ops::op::Op;
 use crate::policy::IndexPolicy;
@@ -96,7 +96,19 @@ impl IndexPolicy {
             }
         };
         require_differentiable("data", data.dtype(), op)?;
-        let out = self.run(op, &[data, indices, updates])?;
+        let inputs = [data, indices, updates];
+        // max and min need the forward's result; the others only its checks,
+        // made here without the work, the forward's own errors given when
+        // they fail.
+        let out = if kind == Kind::Extreme {
+            Some(self.run(op, &inputs)?)
+        } else {
+            if let Err(error) = checked(op, &inputs) {
+                self.run(op, &inputs)?;
+                return Err(error);
+            }
+            None
+        };
         expect_grad_shape(&grad_out, data.shape(), op.name())?;
         crate::ops::require_same_dtype(
             "grad_out",
@@ -105,8 +117,16 @@ impl IndexPolicy {
             "the gradient of a scatter on {} data",
         )?;
         let targets = targets(self, op, data.shape(), indices, updates.len())?;
+        if *self != IndexPolicy::Drop && targets.contains(&DROPPED) {
+            // An index out of range: the forward names the first one.
+            self.run(op, &inputs)?;
+            return Err(Error::unsupported(
+                "an index the forward accepted did not resolve",
+            ));
+        }
         let shapes = (data.shape(), updates.shape());
-        let out = TensorView::from(&out);
+        // Without the forward's result, grad_out stands in: only max and min read it.
+        let out = out.as_ref().map_or(grad_out, TensorView::from);
         match (data, updates, out, grad_out) {
             (TensorView::F32(d), TensorView::F32(u), TensorView::F32(o), TensorView::F32(g)) => {
                 finish(
@@ -219,6 +239,24 @@ fn finish<T: crate::Element>(
     })
 }
 
+/// The forward's shape, dtype and rank rules, without running it.
+fn checked(op: &Op, inputs: &[TensorView<'_>; 3]) -> Result<()> {
+    let [data, indices, updates] = *inputs;
+    if !indices.dtype().is_index_type() {
+        return Err(Error::shape("indices of a dtype that holds no indices"));
+    }
+    crate::policy::check_scatter(op, data, indices, updates)?;
+    if let Op::ScatterND(_) = op {
+        let k = indices.shape().last().copied().unwrap_or(0);
+        if indices.rank() == 0 || k > data.rank() {
+            return Err(Error::shape(
+                "ScatterND's index tuples are longer than data's rank",
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl From<Reduction> for Kind {
     fn from(reduction: Reduction) -> Kind {
         match reduction {
@@ -314,7 +352,8 @@ fn targets(
     updates_len: usize,
 ) -> Result<Vec<usize>> {
     let data_strides = strides(data_shape);
-    let mut targets = vec![DROPPED; updates_len];
+    // Zeroed (lazily, by the kernel) and then written in full.
+    let mut targets = vec![0usize; updates_len];
     let per_task = updates_len
         .div_ceil(parallel::tasks(updates_len * 8, updates_len).max(1))
         .max(1);
@@ -350,9 +389,21 @@ fn targets(
             with_index_view!(indices, "a scatter's gradient", v => {
                 let values = v.data();
                 parallel::for_each_chunk(&mut targets, per_task, |task, chunk| {
+                    if shape.len() == 1 && *policy == IndexPolicy::Raise {
+                        // One dim, no policy: the index is the target.
+                        let rule = AxisRule { axis, size, negative_allowed: true };
+                        let start = task * per_task;
+                        for (slot, x) in chunk.iter_mut().zip(&values[start..]) {
+                            let wide = i64::try_from(x.to_i128()).unwrap_or(i64::MAX);
+                            let position = rule.position(wide);
+                            *slot = if position < size { position } else { DROPPED };
+                        }
+                        return;
+                    }
                     for (i, slot) in chunk.iter_mut().enumerate() {
                         let flat = task * per_task + i;
                         let Some(position) = policy.resolve(values[flat].to_i128(), size) else {
+                            *slot = DROPPED;
                             continue;
                         };
                         *slot = (0..shape.len())
@@ -440,44 +491,57 @@ fn vjp<T: Scalar>(
                 }
             });
         }
+        Kind::Sum if include_self => {
+            // Every value passes g on, self included: no counts needed.
+            fill_each(&mut grad_updates, |p| g(p).unwrap_or(T::ZERO));
+            grad_data.copy_from_slice(grad_out);
+        }
         Kind::Sum | Kind::Mean => {
             let hits = hits(targets, n);
-            let share = |t: usize| {
+            // One division per target, then a gather of the shares.
+            let mut share = vec![T::ZERO; n];
+            fill_each(&mut share, |t| {
                 if kind == Kind::Mean {
                     grad_out[t].over(hits[t] as usize + own)
                 } else {
                     grad_out[t]
                 }
-            };
+            });
             fill_each(&mut grad_updates, |p| {
-                g(p).map_or(T::ZERO, |_| share(targets[p]))
+                g(p).map_or(T::ZERO, |_| share[targets[p]])
             });
             fill_each(&mut grad_data, |t| match (hits[t], include_self) {
                 (0, _) => grad_out[t],
-                (_, true) => share(t),
+                (_, true) => share[t],
                 (_, false) => T::ZERO,
             });
         }
         Kind::Extreme => {
-            let hits = hits(targets, n);
-            let mut winners = vec![0u32; n];
+            // One pass: how many updates land on each element, and how many of them win.
+            let mut counts = vec![[0u32; 2]; n];
             for (p, &t) in targets.iter().enumerate() {
-                if t != DROPPED && updates[p].ties(out[t]) {
-                    winners[t] += 1;
+                if t != DROPPED {
+                    let wins = u32::from(updates[p].ties(out[t]));
+                    counts[t][0] = counts[t][0].saturating_add(1);
+                    counts[t][1] += wins;
                 }
             }
+            let hits: Vec<u32> = counts.iter().map(|c| c[0]).collect();
+            let winners: Vec<u32> = counts.iter().map(|c| c[1]).collect();
             let self_wins = |t: usize| include_self && data[t].ties(out[t]);
-            let share =
-                |t: usize| grad_out[t].over(winners[t] as usize + usize::from(self_wins(t)));
+            let mut share = vec![T::ZERO; n];
+            fill_each(&mut share, |t| {
+                grad_out[t].over(winners[t] as usize + usize::from(self_wins(t)))
+            });
             fill_each(&mut grad_updates, |p| match g(p) {
-                Some(_) if updates[p].ties(out[targets[p]]) => share(targets[p]),
+                Some(_) if updates[p].ties(out[targets[p]]) => share[targets[p]],
                 _ => T::ZERO,
             });
             fill_each(&mut grad_data, |t| {
                 if hits[t] == 0 {
                     grad_out[t]
                 } else if self_wins(t) {
-                    share(t)
+                    share[t]
                 } else {
                     T::ZERO
                 }
