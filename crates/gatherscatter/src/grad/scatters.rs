@@ -58,8 +58,9 @@ impl IndexPolicy {
     /// `drop`) on `data`, `indices` and `updates`, given `grad_out` (of
     /// `data`'s shape and dtype): see the table of the module.
     ///
-    /// The forward runs first: its checks and errors are the gradient's,
-    /// and its output names the winners of max and min.
+    /// The call is checked as the forward checks it, and fails with the
+    /// forward's error; max and min run the forward, whose result names
+    /// their winners.
     ///
     /// ```
     /// use gatherscatter::{Aggregate, IndexPolicy, Op, ScatterReduce, Tensor, TensorView};
