@@ -433,6 +433,30 @@ fn run_policy<T: RefReduce>(case: &Case, tuples: bool) {
             TensorView::from(&updates),
         ];
         let _ = policy.run(op, &views[..op.inputs().len().min(3)]);
+        // The gradients of the same hostile calls: errors are fine, panics
+        // are not. A gather's with its own output as grad_out (the shape it
+        // needs) and with the updates (usually not); a scatter's with data.
+        if op.inputs().len() == 2 {
+            if let Ok(out) = policy.run(op, &views[..2]) {
+                let _ = policy.grad(op, (&out).into(), views[1], &case.data_shape);
+            }
+            let _ = policy.grad(op, views[2], views[1], &case.data_shape);
+        } else {
+            let _ = policy.scatter_grad(op, views[0], views[1], views[2], views[0]);
+        }
+    }
+    if !tuples {
+        let aggregate = gatherscatter::Aggregate::ALL[case.seed.rem_euclid(5) as usize];
+        let op = Op::from(
+            gatherscatter::ScatterReduce::new(case.axis, aggregate)
+                .include_self(case.seed % 2 == 0),
+        );
+        let views = [
+            TensorView::from(&data),
+            TensorView::from(&indices),
+            TensorView::from(&updates),
+        ];
+        let _ = policy.scatter_grad(&op, views[0], views[1], views[2], views[0]);
     }
     // GatherElements under clip / wrap: the reference on moved indices.
     if !tuples && matches!(policy, IndexPolicy::Clip | IndexPolicy::Wrap) {
