@@ -22,30 +22,19 @@ The bar (issue #31) is 1.5x torch at the same thread count.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from bench_python import print_cpu  # noqa: E402
+from bench_reduce import median_time  # noqa: E402
 
 import torch  # noqa: E402
 
 import gatherscatter as gs  # noqa: E402
 
 BAR = 1.5
-
-
-def median_time(call, repeat: int) -> float:
-    call()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def scatter_reduce_workload(rng, reduce):

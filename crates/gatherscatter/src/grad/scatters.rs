@@ -128,105 +128,62 @@ impl IndexPolicy {
         let shapes = (data.shape(), updates.shape());
         // Without the forward's result, grad_out stands in: only max and min read it.
         let out = out.as_ref().map_or(grad_out, TensorView::from);
-        match (data, updates, out, grad_out) {
-            (TensorView::F32(d), TensorView::F32(u), TensorView::F32(o), TensorView::F32(g)) => {
-                finish(
-                    shapes,
-                    vjp(
-                        kind,
-                        include_self,
-                        d.data(),
-                        u.data(),
-                        o.data(),
-                        g.data(),
-                        &targets,
-                    )?,
-                )
-            }
-            (TensorView::F64(d), TensorView::F64(u), TensorView::F64(o), TensorView::F64(g)) => {
-                finish(
-                    shapes,
-                    vjp(
-                        kind,
-                        include_self,
-                        d.data(),
-                        u.data(),
-                        o.data(),
-                        g.data(),
-                        &targets,
-                    )?,
-                )
-            }
-            (
-                TensorView::Complex64(d),
-                TensorView::Complex64(u),
-                TensorView::Complex64(o),
-                TensorView::Complex64(g),
-            ) => finish(
-                shapes,
-                vjp(
-                    kind,
-                    include_self,
-                    d.data(),
-                    u.data(),
-                    o.data(),
-                    g.data(),
-                    &targets,
-                )?,
-            ),
-            (
-                TensorView::Complex128(d),
-                TensorView::Complex128(u),
-                TensorView::Complex128(o),
-                TensorView::Complex128(g),
-            ) => finish(
-                shapes,
-                vjp(
-                    kind,
-                    include_self,
-                    d.data(),
-                    u.data(),
-                    o.data(),
-                    g.data(),
-                    &targets,
-                )?,
-            ),
-            (TensorView::F16(d), TensorView::F16(u), TensorView::F16(o), TensorView::F16(g)) => {
-                let (a, b) = vjp(
-                    kind,
-                    include_self,
-                    &wide(d),
-                    &wide(u),
-                    &wide(o),
-                    &wide(g),
-                    &targets,
-                )?;
-                finish(shapes, (narrow(a, f16::from_f32), narrow(b, f16::from_f32)))
-            }
-            (
-                TensorView::BF16(d),
-                TensorView::BF16(u),
-                TensorView::BF16(o),
-                TensorView::BF16(g),
-            ) => {
-                let (a, b) = vjp(
-                    kind,
-                    include_self,
-                    &wide(d),
-                    &wide(u),
-                    &wide(o),
-                    &wide(g),
-                    &targets,
-                )?;
-                finish(
-                    shapes,
-                    (narrow(a, bf16::from_f32), narrow(b, bf16::from_f32)),
-                )
-            }
-            _ => Err(Error::shape(
-                "the scatter's inputs and output differ in dtype",
-            )),
+        let pass = Pass {
+            kind,
+            include_self,
+            targets: &targets,
+        };
+        // Computed in the dtype itself, or (f16, bf16) in f32 and rounded once.
+        macro_rules! by_dtype {
+            ($($exact:ident),* ; $($half:ident => $round:path),*) => {
+                match (data, updates, out, grad_out) {
+                    $((
+                        TensorView::$exact(d),
+                        TensorView::$exact(u),
+                        TensorView::$exact(o),
+                        TensorView::$exact(g),
+                    ) => finish(shapes, pass.run(d.data(), u.data(), o.data(), g.data())?),)*
+                    $((
+                        TensorView::$half(d),
+                        TensorView::$half(u),
+                        TensorView::$half(o),
+                        TensorView::$half(g),
+                    ) => {
+                        let (a, b) = pass.run(&wide(d), &wide(u), &wide(o), &wide(g))?;
+                        finish(shapes, (narrow(a, $round), narrow(b, $round)))
+                    })*
+                    _ => Err(Error::shape("the scatter's inputs and output differ in dtype")),
+                }
+            };
         }
+        by_dtype!(F32, F64, Complex64, Complex128; F16 => f16::from_f32, BF16 => bf16::from_f32)
+    }
+}
+
+/// One gradient computation: what the scatter did, and where each update went.
+struct Pass<'t> {
+    kind: Kind,
+    include_self: bool,
+    targets: &'t [usize],
+}
+
+impl Pass<'_> {
+    fn run<T: Scalar>(
+        &self,
+        data: &[T],
+        updates: &[T],
+        out: &[T],
+        grad_out: &[T],
+    ) -> Result<(Vec<T>, Vec<T>)> {
+        vjp(
+            self.kind,
+            self.include_self,
+            data,
+            updates,
+            out,
+            grad_out,
+            self.targets,
+        )
     }
 }
 
