@@ -432,6 +432,44 @@ fn _scatter_grad<'py>(
     ))
 }
 
+/// The gradients of ``tensor_scatter`` with respect to ``past_cache`` and
+/// ``update``, given ``grad_out``: a pair of arrays (spec §2.17).
+#[pyfunction]
+#[pyo3(signature = (grad_out, past_cache, update, write_indices=None, axis=-2, mode="linear", *, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn _tensor_scatter_grad<'py>(
+    py: Python<'py>,
+    grad_out: &Bound<'py, PyAny>,
+    past_cache: &Bound<'py, PyAny>,
+    update: &Bound<'py, PyAny>,
+    write_indices: Option<&Bound<'py, PyAny>>,
+    axis: i64,
+    mode: &str,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let op = TensorScatter::new()
+        .axis(axis)
+        .mode(ScatterMode::from_str(mode).map_err(to_py_err)?);
+    let mut inputs = vec![past_cache, update, grad_out];
+    let mut names = vec!["past_cache", "update", "grad_out"];
+    if let Some(w) = write_indices {
+        inputs.push(w);
+        names.push("write_indices");
+    }
+    let held = read(&inputs, &names)?;
+    let views = views_of(&held)?;
+    let runner = Runner::new(threads, small(&views, arrays::bytes(&views[0])))?;
+    let grads = runner
+        .work(py, || {
+            op.grad(views[0], views[1], views.get(3).copied(), views[2])
+        })
+        .map_err(to_py_err)?;
+    Ok((
+        arrays::result(py, grads.data, None)?,
+        arrays::result(py, grads.updates, None)?,
+    ))
+}
+
 /// ONNX Gather: ``out[a..., j..., b...] = data[a..., indices[j...], b...]``
 /// with ``a`` the dims before ``axis``.
 ///
@@ -872,6 +910,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_scatter_reduce, m)?)?;
     m.add_function(wrap_pyfunction!(_gather_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(_tensor_scatter_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_csr, m)?)?;
     m.add_function(wrap_pyfunction!(_segment_coo, m)?)?;
     m.add_function(wrap_pyfunction!(_embedding_bag, m)?)?;

@@ -292,3 +292,21 @@ def test_scatter_add_and_scatter_match_torch_where_torch_defines_the_same():
             results.append((a.grad.numpy(), b.grad.numpy()))
         for ours, theirs in zip(results[1], results[0]):
             np.testing.assert_allclose(ours, theirs, rtol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_grads_cut_the_written_window_out(mode):
+    rng = np.random.default_rng(8)
+    cache = rng.standard_normal((3, 2, 6, 4))
+    update = rng.standard_normal((3, 2, 3, 4))
+    at = np.array([0, 3, 5]) if mode == "circular" else np.array([0, 3, 2])
+    grad_out = rng.standard_normal(cache.shape)
+    grad_cache, grad_update = gs.grad.tensor_scatter(grad_out, cache, update, at, mode=mode)
+    want_cache, want_update = grad_out.copy(), np.zeros(update.shape)
+    for b in range(3):
+        for s in range(3):
+            position = (at[b] + s) % 6
+            want_update[b, :, s] = grad_out[b, :, position]
+            want_cache[b, :, position] = 0.0
+    assert grad_cache.tobytes() == want_cache.tobytes()
+    assert grad_update.tobytes() == want_update.tobytes()

@@ -749,3 +749,52 @@ fn a_scatters_gradient_fails_with_the_forwards_error() {
         assert_eq!(grad.to_string(), forward.to_string(), "{}", op.name());
     }
 }
+
+proptest! {
+    #![proptest_config(proptest_config(100))]
+
+    #[test]
+    fn tensor_scatter_gradients_are_the_finite_differences(
+        shape in proptest::collection::vec(1usize..=3, 2..=4), axis in 1usize..=3, len in 1usize..=4,
+        circular in any::<bool>(), seed in any::<u64>(),
+    ) {
+        use gatherscatter::{ScatterMode, TensorScatter};
+        let axis = axis.min(shape.len() - 1);
+        let mut cache_shape = shape.clone();
+        cache_shape[axis] = len + 1;
+        let mut update_shape = shape.clone();
+        update_shape[axis] = shape[axis].min(len + 1);
+        let room = (cache_shape[axis] - update_shape[axis]) as i128;
+        let high = if circular { cache_shape[axis] as i128 } else { room + 1 };
+        let at = index_tensor(DType::I64, &[cache_shape[0]], &index_values(cache_shape[0], 0, high, seed));
+        let mode = if circular { ScatterMode::Circular } else { ScatterMode::Linear };
+        let op = TensorScatter::new().axis(axis as i64).mode(mode);
+        let cache_len: usize = cache_shape.iter().product();
+        let update_len: usize = update_shape.iter().product();
+        let pool = values(cache_len + update_len, seed);
+        let cache = Tensor::new(cache_shape.clone(), pool[..cache_len].to_vec()).unwrap();
+        let update = Tensor::new(update_shape.clone(), pool[cache_len..].to_vec()).unwrap();
+        let grad_out = Tensor::new(cache_shape.clone(), values(cache_len, seed ^ 1)).unwrap();
+        let grads = op.grad((&cache).into(), (&update).into(), Some((&at).into()), (&grad_out).into()).unwrap();
+        let f = |c: &Tensor, u: &Tensor| -> f64 {
+            let out = op.run(c, u, Some((&at).into())).unwrap();
+            out.data::<f64>().unwrap().iter().zip(grad_out.data::<f64>().unwrap()).map(|(o, g)| o * g).sum()
+        };
+        for (which, base, analytic) in [(0, &cache, &grads.data), (1, &update, &grads.updates)] {
+            let analytic = analytic.data::<f64>().unwrap();
+            for t in 0..base.len() {
+                let nudge = |delta: f64| {
+                    let mut v = base.data::<f64>().unwrap().to_vec();
+                    v[t] += delta;
+                    Tensor::new(base.shape().to_vec(), v).unwrap()
+                };
+                let numeric = if which == 0 {
+                    (f(&nudge(0.5), &update) - f(&nudge(-0.5), &update)) / 1.0
+                } else {
+                    (f(&cache, &nudge(0.5)) - f(&cache, &nudge(-0.5))) / 1.0
+                };
+                prop_assert!((numeric - analytic[t]).abs() <= 1e-9 * (1.0 + numeric.abs()), "{} {}: {} vs {}", which, t, numeric, analytic[t]);
+            }
+        }
+    }
+}

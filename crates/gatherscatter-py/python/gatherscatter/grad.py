@@ -25,8 +25,9 @@ evenly among the values equal to the result, as PyTorch does (NaN equal to
 NaN). Without ``include_self``, ``data[t]`` gets 0. ``mode="drop"`` gives a
 dropped update 0.
 
-``embedding_bag``'s, the segment reductions' and ``tensor_scatter``'s
-gradients are not here yet.
+``tensor_scatter``'s pair: the cache gets ``grad_out`` outside the written
+window, the update gets the window. ``embedding_bag``'s and the segment
+reductions' gradients are not here yet.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ._errors import ShapeError
 from ._numpy import _along_axis, _integer_indices
 
 __all__ = ["gather", "gather_elements", "gather_nd", "take", "take_along_axis", "index_select",
-           "scatter_elements", "scatter_nd", "scatter_reduce"]
+           "scatter_elements", "scatter_nd", "scatter_reduce", "tensor_scatter"]
 
 
 def _shape(data_shape: Sequence[int]) -> Tuple[int, ...]:
@@ -216,3 +217,23 @@ def scatter_reduce(grad_out: Any, input: Any, dim: int, index: Any, src: Any, re
     grad_src = np.zeros(src.shape, grad_used.dtype)
     grad_src[tuple(slice(0, i) for i in index.shape)] = grad_used
     return grad_input, grad_src
+
+
+def tensor_scatter(grad_out: Any, past_cache: Any, update: Any, write_indices: Any = None,
+                   axis: int = -2, mode: str = "linear", *,
+                   threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """The gradients of ``gatherscatter.tensor_scatter(past_cache, update,
+    write_indices, axis, mode)`` with respect to ``past_cache`` and
+    ``update``.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.tensor_scatter(np.arange(4.).reshape(1, 4, 1), np.zeros((1, 4, 1)),
+    ...                        np.ones((1, 2, 1)), np.array([3]), mode="circular")
+    (array([[[0.],
+            [1.],
+            [2.],
+            [0.]]]), array([[[3.],
+            [0.]]]))
+    """
+    return _native._tensor_scatter_grad(grad_out, past_cache, update, write_indices, axis, mode,
+                                        threads=threads)

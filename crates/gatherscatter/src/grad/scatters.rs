@@ -536,3 +536,59 @@ fn vjp<T: Scalar>(
     }
     Ok((grad_data, grad_updates))
 }
+
+impl crate::TensorScatter {
+    /// The gradients of this TensorScatter with respect to `past_cache` and
+    /// `update`, given `grad_out` (the cache's shape): the cache gets
+    /// `grad_out` outside the written window, the update gets the window.
+    ///
+    /// ```
+    /// use gatherscatter::{TensorScatter, Tensor, TensorView};
+    ///
+    /// let cache = Tensor::new(vec![1, 4, 1], vec![0.0f32; 4])?;
+    /// let update = Tensor::new(vec![1, 2, 1], vec![5.0f32, 6.0])?;
+    /// let grad_out = Tensor::new(vec![1, 4, 1], vec![1.0f32, 2.0, 3.0, 4.0])?;
+    /// let at = Tensor::from_vec(vec![1i64]);
+    /// let grads = TensorScatter::new()
+    ///     .grad((&cache).into(), (&update).into(), Some((&at).into()), (&grad_out).into())?;
+    /// assert_eq!(grads.data.data::<f32>().unwrap(), &[1.0, 0.0, 0.0, 4.0]);
+    /// assert_eq!(grads.updates.data::<f32>().unwrap(), &[2.0, 3.0]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn grad(
+        &self,
+        past_cache: TensorView<'_>,
+        update: TensorView<'_>,
+        write_indices: Option<TensorView<'_>>,
+        grad_out: TensorView<'_>,
+    ) -> Result<ScatterGrads> {
+        let op = Op::from(*self);
+        require_differentiable("past_cache", past_cache.dtype(), &op)?;
+        let offsets = self.written_offsets(&past_cache, &update, write_indices)?;
+        expect_grad_shape(&grad_out, past_cache.shape(), "TensorScatter")?;
+        crate::ops::require_same_dtype(
+            "grad_out",
+            grad_out.dtype(),
+            past_cache.dtype(),
+            "the gradient of TensorScatter on a {} cache",
+        )?;
+        let shapes = (past_cache.shape(), update.shape());
+        crate::tensor_view::with_view!(grad_out, g => cut_window(g, &offsets, shapes))
+    }
+}
+
+/// `grad_out` with the written window cut out: the cache's gradient (zeros
+/// in the window) and the update's (the window).
+fn cut_window<T: crate::Element>(
+    grad_out: TypedView<'_, T>,
+    offsets: &[usize],
+    (cache_shape, update_shape): (&[usize], &[usize]),
+) -> Result<ScatterGrads> {
+    let zero = crate::ops::alloc_output::<T>(1)?.swap_remove(0);
+    let mut cache = grad_out.data().to_vec();
+    let window: Vec<T> = offsets
+        .iter()
+        .map(|&o| std::mem::replace(&mut cache[o], zero.clone()))
+        .collect();
+    finish((cache_shape, update_shape), (cache, window))
+}

@@ -300,6 +300,37 @@ impl TensorScatter {
         Ok((plan, positions))
     }
 
+    /// For each element of `update` (row-major), the flat offset of the
+    /// cache element it is written to; the call's checks and errors first.
+    pub(crate) fn written_offsets(
+        &self,
+        past_cache: &TensorView<'_>,
+        update: &TensorView<'_>,
+        write_indices: Option<TensorView<'_>>,
+    ) -> Result<Vec<usize>> {
+        let (plan, positions) = self.prepare(past_cache, update, write_indices)?;
+        let mut offsets = Vec::new();
+        offsets
+            .try_reserve_exact(update.len())
+            .map_err(|_| Error::Allocation {
+                elements: update.len(),
+                dtype: DType::U64,
+            })?;
+        for (b, &start) in positions.iter().enumerate() {
+            for m in 0..plan.per_batch {
+                for s in 0..plan.sequence_length {
+                    let position = match self.mode {
+                        ScatterMode::Linear => start + s,
+                        ScatterMode::Circular => (start + s) % plan.max_sequence_length,
+                    };
+                    let row = (b * plan.per_batch + m) * plan.max_sequence_length + position;
+                    offsets.extend(row * plan.inner..(row + 1) * plan.inner);
+                }
+            }
+        }
+        Ok(offsets)
+    }
+
     /// Checks of a typed call, as [`TensorScatter::prepare`].
     fn prepare_typed<I: IndexElement>(
         &self,
