@@ -170,21 +170,8 @@ fn check(
             .map(|(o, g)| o * g)
             .sum()
     };
-    let h = 0.5; // f is linear in data: any step is exact up to rounding
-    for t in 0..data_len {
-        let (mut up, mut down) = (data.clone(), data.clone());
-        up[t] += h;
-        down[t] -= h;
-        let numeric = (dot(&up) - dot(&down)) / (2.0 * h);
-        prop_assert!(
-            (numeric - got[t]).abs() <= 1e-9 * (1.0 + got[t].abs()),
-            "at {}: {} vs {}",
-            t,
-            numeric,
-            got[t]
-        );
-    }
-    Ok(())
+    // f is linear in data: any step is exact up to rounding.
+    check_finite_differences("grad_data", &data, got, 0.5, 1e-9, dot)
 }
 
 fn run_forward(policy: &IndexPolicy, op: &Op, data: &Tensor, indices: &Tensor) -> Tensor {
@@ -490,37 +477,33 @@ fn check_scatter_fd(
             .map(|(o, g)| o * g)
             .sum()
     };
-    let h = 1e-3;
-    for (which, base, analytic) in [
-        ("data", data, &grads.data),
-        ("updates", updates, &grads.updates),
-    ] {
-        let analytic = analytic.data::<f64>().unwrap();
-        for t in 0..base.len() {
-            let nudge = |delta: f64| {
-                let mut v = base.data::<f64>().unwrap().to_vec();
-                v[t] += delta;
-                Tensor::new(base.shape().to_vec(), v).unwrap()
-            };
-            let (up, down) = (nudge(h), nudge(-h));
-            let numeric = if which == "data" {
-                (f(&up, updates) - f(&down, updates)) / (2.0 * h)
-            } else {
-                (f(data, &up) - f(data, &down)) / (2.0 * h)
-            };
-            let scale = 1.0 + numeric.abs().max(analytic[t].abs());
-            prop_assert!(
-                (numeric - analytic[t]).abs() <= 1e-6 * scale,
-                "{}: d/d{}[{}]: finite difference {} vs {}",
-                name,
-                which,
-                t,
-                numeric,
-                analytic[t]
-            );
-        }
-    }
-    Ok(())
+    let what = |which: &str| format!("{name}: d/d{which}");
+    check_finite_differences(
+        &what("data"),
+        data.data::<f64>().unwrap(),
+        grads.data.data::<f64>().unwrap(),
+        1e-3,
+        1e-6,
+        |v| {
+            f(
+                &Tensor::new(data.shape().to_vec(), v.to_vec()).unwrap(),
+                updates,
+            )
+        },
+    )?;
+    check_finite_differences(
+        &what("updates"),
+        updates.data::<f64>().unwrap(),
+        grads.updates.data::<f64>().unwrap(),
+        1e-3,
+        1e-6,
+        |v| {
+            f(
+                data,
+                &Tensor::new(updates.shape().to_vec(), v.to_vec()).unwrap(),
+            )
+        },
+    )
 }
 
 proptest! {
@@ -780,21 +763,10 @@ proptest! {
             let out = op.run(c, u, Some((&at).into())).unwrap();
             out.data::<f64>().unwrap().iter().zip(grad_out.data::<f64>().unwrap()).map(|(o, g)| o * g).sum()
         };
-        for (which, base, analytic) in [(0, &cache, &grads.data), (1, &update, &grads.updates)] {
-            let analytic = analytic.data::<f64>().unwrap();
-            for t in 0..base.len() {
-                let nudge = |delta: f64| {
-                    let mut v = base.data::<f64>().unwrap().to_vec();
-                    v[t] += delta;
-                    Tensor::new(base.shape().to_vec(), v).unwrap()
-                };
-                let numeric = if which == 0 {
-                    (f(&nudge(0.5), &update) - f(&nudge(-0.5), &update)) / 1.0
-                } else {
-                    (f(&cache, &nudge(0.5)) - f(&cache, &nudge(-0.5))) / 1.0
-                };
-                prop_assert!((numeric - analytic[t]).abs() <= 1e-9 * (1.0 + numeric.abs()), "{} {}: {} vs {}", which, t, numeric, analytic[t]);
-            }
-        }
+        // f is linear in both: any step is exact up to rounding.
+        let as_cache = |v: &[f64]| Tensor::new(cache_shape.clone(), v.to_vec()).unwrap();
+        let as_update = |v: &[f64]| Tensor::new(update_shape.clone(), v.to_vec()).unwrap();
+        check_finite_differences("past_cache", cache.data::<f64>().unwrap(), grads.data.data::<f64>().unwrap(), 0.5, 1e-9, |v| f(&as_cache(v), &update))?;
+        check_finite_differences("update", update.data::<f64>().unwrap(), grads.updates.data::<f64>().unwrap(), 0.5, 1e-9, |v| f(&cache, &as_update(v)))?;
     }
 }

@@ -124,7 +124,7 @@ impl IndexPolicy {
         indices: TensorView<'_>,
         data_shape: &[usize],
     ) -> Result<Tensor> {
-        require_differentiable("grad_out", grad_out.dtype(), op)?;
+        require_differentiable("grad_out", grad_out.dtype(), op.name())?;
         if *self == IndexPolicy::Drop {
             return Err(Error::attribute(
                 "mode drop is a scatter's; the gradient of a gather takes raise, clip, wrap or fill",

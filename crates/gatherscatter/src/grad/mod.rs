@@ -17,14 +17,16 @@
 //! dtypes.
 
 mod gathers;
+mod scalar;
 mod scatters;
 
 pub use scatters::ScatterGrads;
 
+use crate::aggregate::Aggregate;
 use crate::display::Dims;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ops::op::Op;
+use crate::reduction::Reduction;
 use crate::tensor_view::TensorView;
 
 /// The dtypes a gradient is defined for.
@@ -37,14 +39,14 @@ const DIFFERENTIABLE: [DType; 6] = [
     DType::Complex128,
 ];
 
-fn require_differentiable(what: &'static str, dtype: DType, op: &Op) -> Result<()> {
+fn require_differentiable(what: &'static str, dtype: DType, op: &str) -> Result<()> {
     if DIFFERENTIABLE.contains(&dtype) {
         return Ok(());
     }
     Err(Error::BadDType {
         what,
         dtype,
-        context: format!("the gradient of {}", op.name()),
+        context: format!("the gradient of {op}"),
         accepted: DIFFERENTIABLE.to_vec(),
     })
 }
@@ -67,4 +69,36 @@ fn reserve<T>(len: usize) -> Result<Vec<T>> {
         dtype: DType::I64,
     })?;
     Ok(v)
+}
+
+/// What a scatter or fold does with the values aimed at one element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Replace,
+    Sum,
+    Mean,
+    Prod,
+    Extreme,
+}
+
+impl From<Reduction> for Kind {
+    fn from(reduction: Reduction) -> Kind {
+        match reduction {
+            Reduction::None => Kind::Replace,
+            Reduction::Add => Kind::Sum,
+            Reduction::Mul => Kind::Prod,
+            Reduction::Max | Reduction::Min => Kind::Extreme,
+        }
+    }
+}
+
+impl From<Aggregate> for Kind {
+    fn from(aggregate: Aggregate) -> Kind {
+        match aggregate {
+            Aggregate::Sum => Kind::Sum,
+            Aggregate::Prod => Kind::Prod,
+            Aggregate::Mean => Kind::Mean,
+            Aggregate::Amax | Aggregate::Amin => Kind::Extreme,
+        }
+    }
 }

@@ -17,17 +17,13 @@
 //! update the policy `drop` skipped gets 0. Complex gradients follow
 //! PyTorch's convention (the conjugate of the derivative).
 
-use half::{bf16, f16};
-use num_complex::{Complex32, Complex64};
-
-use super::{expect_grad_shape, require_differentiable};
-use crate::aggregate::Aggregate;
+use super::scalar::{on_scalars, OnScalars, Scalar};
+use super::{expect_grad_shape, require_differentiable, Kind};
 use crate::error::{Error, Result};
 use crate::index::{with_index_view, AxisRule, IndexElement};
 use crate::mem::parallel;
 use crate::ops::op::Op;
 use crate::policy::IndexPolicy;
-use crate::reduction::Reduction;
 use crate::shape::{normalize_axis, strides};
 use crate::tensor::{Tensor, TypedView};
 use crate::tensor_view::TensorView;
@@ -40,16 +36,6 @@ pub struct ScatterGrads {
     pub data: Tensor,
     /// With respect to `updates`: `updates`' shape.
     pub updates: Tensor,
-}
-
-/// What a scatter does with the values aimed at one element.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Replace,
-    Sum,
-    Mean,
-    Prod,
-    Extreme,
 }
 
 impl IndexPolicy {
@@ -96,7 +82,7 @@ impl IndexPolicy {
                 )))
             }
         };
-        require_differentiable("data", data.dtype(), op)?;
+        require_differentiable("data", data.dtype(), op.name())?;
         let inputs = [data, indices, updates];
         // max and min need the forward's result; the others only its checks,
         // made here without the work, the forward's own errors given when
@@ -125,7 +111,6 @@ impl IndexPolicy {
                 "an index the forward accepted did not resolve",
             ));
         }
-        let shapes = (data.shape(), updates.shape());
         // Without the forward's result, grad_out stands in: only max and min read it.
         let out = out.as_ref().map_or(grad_out, TensorView::from);
         let pass = Pass {
@@ -133,30 +118,11 @@ impl IndexPolicy {
             include_self,
             targets: &targets,
         };
-        // Computed in the dtype itself, or (f16, bf16) in f32 and rounded once.
-        macro_rules! by_dtype {
-            ($($exact:ident),* ; $($half:ident => $round:path),*) => {
-                match (data, updates, out, grad_out) {
-                    $((
-                        TensorView::$exact(d),
-                        TensorView::$exact(u),
-                        TensorView::$exact(o),
-                        TensorView::$exact(g),
-                    ) => finish(shapes, pass.run(d.data(), u.data(), o.data(), g.data())?),)*
-                    $((
-                        TensorView::$half(d),
-                        TensorView::$half(u),
-                        TensorView::$half(o),
-                        TensorView::$half(g),
-                    ) => {
-                        let (a, b) = pass.run(&wide(d), &wide(u), &wide(o), &wide(g))?;
-                        finish(shapes, (narrow(a, $round), narrow(b, $round)))
-                    })*
-                    _ => Err(Error::shape("the scatter's inputs and output differ in dtype")),
-                }
-            };
-        }
-        by_dtype!(F32, F64, Complex64, Complex128; F16 => f16::from_f32, BF16 => bf16::from_f32)
+        let inputs = [data, updates, out, grad_out];
+        let grads = on_scalars(&inputs, &[data.shape(), updates.shape()], &pass)?;
+        let [data, updates] = <[Tensor; 2]>::try_from(grads)
+            .map_err(|_| Error::unsupported("a scatter's gradient has two parts"))?;
+        Ok(ScatterGrads { data, updates })
     }
 }
 
@@ -167,15 +133,12 @@ struct Pass<'t> {
     targets: &'t [usize],
 }
 
-impl Pass<'_> {
-    fn run<T: Scalar>(
-        &self,
-        data: &[T],
-        updates: &[T],
-        out: &[T],
-        grad_out: &[T],
-    ) -> Result<(Vec<T>, Vec<T>)> {
-        vjp(
+impl OnScalars for Pass<'_> {
+    fn run<T: Scalar>(&self, inputs: &[&[T]]) -> Result<Vec<Vec<T>>> {
+        let [data, updates, out, grad_out] = inputs else {
+            return Err(Error::unsupported("a scatter's gradient takes four inputs"));
+        };
+        let (grad_data, grad_updates) = vjp(
             self.kind,
             self.include_self,
             data,
@@ -183,18 +146,9 @@ impl Pass<'_> {
             out,
             grad_out,
             self.targets,
-        )
+        )?;
+        Ok(vec![grad_data, grad_updates])
     }
-}
-
-fn finish<T: crate::Element>(
-    (data_shape, updates_shape): (&[usize], &[usize]),
-    (data, updates): (Vec<T>, Vec<T>),
-) -> Result<ScatterGrads> {
-    Ok(ScatterGrads {
-        data: Tensor::new(data_shape.to_vec(), data)?,
-        updates: Tensor::new(updates_shape.to_vec(), updates)?,
-    })
 }
 
 /// The forward's shape, dtype and rank rules, without running it.
@@ -213,87 +167,6 @@ fn checked(op: &Op, inputs: &[TensorView<'_>; 3]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-impl From<Reduction> for Kind {
-    fn from(reduction: Reduction) -> Kind {
-        match reduction {
-            Reduction::None => Kind::Replace,
-            Reduction::Add => Kind::Sum,
-            Reduction::Mul => Kind::Prod,
-            Reduction::Max | Reduction::Min => Kind::Extreme,
-        }
-    }
-}
-
-impl From<Aggregate> for Kind {
-    fn from(aggregate: Aggregate) -> Kind {
-        match aggregate {
-            Aggregate::Sum => Kind::Sum,
-            Aggregate::Prod => Kind::Prod,
-            Aggregate::Mean => Kind::Mean,
-            Aggregate::Amax | Aggregate::Amin => Kind::Extreme,
-        }
-    }
-}
-
-/// The element type the gradients are computed in.
-trait Scalar: Copy + PartialEq + Send + Sync + std::ops::Mul<Output = Self> {
-    const ZERO: Self;
-    const ONE: Self;
-    fn conj(self) -> Self;
-    fn over(self, count: usize) -> Self;
-    /// Equal as a max or min's result: NaN equals NaN.
-    fn ties(self, result: Self) -> bool;
-}
-
-macro_rules! real {
-    ($t:ty) => {
-        impl Scalar for $t {
-            const ZERO: $t = 0.0;
-            const ONE: $t = 1.0;
-            fn conj(self) -> $t {
-                self
-            }
-            fn over(self, count: usize) -> $t {
-                self / count as $t
-            }
-            fn ties(self, result: $t) -> bool {
-                self == result || (self.is_nan() && result.is_nan())
-            }
-        }
-    };
-}
-real!(f32);
-real!(f64);
-
-macro_rules! complex {
-    ($t:ty, $f:ty) => {
-        impl Scalar for $t {
-            const ZERO: $t = <$t>::new(0.0, 0.0);
-            const ONE: $t = <$t>::new(1.0, 0.0);
-            fn conj(self) -> $t {
-                <$t>::conj(&self)
-            }
-            fn over(self, count: usize) -> $t {
-                self / count as $f
-            }
-            fn ties(self, result: $t) -> bool {
-                self == result
-            }
-        }
-    };
-}
-complex!(Complex32, f32);
-complex!(Complex64, f64);
-
-/// f16 and bf16 are computed in f32 and rounded once.
-fn wide<T: Copy + Into<f32>>(v: TypedView<'_, T>) -> Vec<f32> {
-    v.data().iter().map(|&x| x.into()).collect()
-}
-
-fn narrow<T>(values: Vec<f32>, round: fn(f32) -> T) -> Vec<T> {
-    values.into_iter().map(round).collect()
 }
 
 /// A dropped update's target.
@@ -563,7 +436,7 @@ impl crate::TensorScatter {
         grad_out: TensorView<'_>,
     ) -> Result<ScatterGrads> {
         let op = Op::from(*self);
-        require_differentiable("past_cache", past_cache.dtype(), &op)?;
+        require_differentiable("past_cache", past_cache.dtype(), op.name())?;
         let offsets = self.written_offsets(&past_cache, &update, write_indices)?;
         expect_grad_shape(&grad_out, past_cache.shape(), "TensorScatter")?;
         crate::ops::require_same_dtype(
@@ -590,5 +463,8 @@ fn cut_window<T: crate::Element>(
         .iter()
         .map(|&o| std::mem::replace(&mut cache[o], zero.clone()))
         .collect();
-    finish((cache_shape, update_shape), (cache, window))
+    Ok(ScatterGrads {
+        data: Tensor::new(cache_shape.to_vec(), cache)?,
+        updates: Tensor::new(update_shape.to_vec(), window)?,
+    })
 }

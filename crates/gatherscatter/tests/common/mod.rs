@@ -875,3 +875,34 @@ pub fn reference_embedding_bag<T: RefReduce>(
     }
     Some(out)
 }
+
+/// Central differences of `f` at `base`, one element at a time with step
+/// `h`, against the `analytic` gradient: equal within `tol` relative to
+/// `1 + |value|`.
+pub fn check_finite_differences(
+    what: &str,
+    base: &[f64],
+    analytic: &[f64],
+    h: f64,
+    tol: f64,
+    f: impl Fn(&[f64]) -> f64,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use proptest::prelude::*;
+    prop_assert_eq!(base.len(), analytic.len(), "{}: gradient length", what);
+    for (t, &exact) in analytic.iter().enumerate() {
+        let (mut up, mut down) = (base.to_vec(), base.to_vec());
+        up[t] += h;
+        down[t] -= h;
+        let numeric = (f(&up) - f(&down)) / (2.0 * h);
+        let scale = 1.0 + numeric.abs().max(exact.abs());
+        prop_assert!(
+            (numeric - exact).abs() <= tol * scale,
+            "{}[{}]: finite difference {} vs gradient {}",
+            what,
+            t,
+            numeric,
+            exact
+        );
+    }
+    Ok(())
+}
