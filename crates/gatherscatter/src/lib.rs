@@ -113,7 +113,7 @@ pub mod tensor_view;
 pub use display::Dims;
 pub use dtype::{DType, Element};
 pub use error::{Error, ErrorKind, Result};
-pub use grad::ScatterGrads;
+pub use grad::{EmbeddingBagGrads, ScatterGrads};
 pub use index::IndexElement;
 pub use ops::embedding_bag::{embedding_bag, EmbeddingBag};
 pub use ops::gather::{gather, Gather};

@@ -1,6 +1,8 @@
 //! Gradients (spec §2.17): vector-Jacobian products of the gathers with
-//! respect to `data`, and of the scatters with respect to `data` and
-//! `updates`, given `grad_out`, the gradient of the output.
+//! respect to `data`, of the scatters with respect to `data` and
+//! `updates`, and of the folds over groups of rows (segment reductions,
+//! EmbeddingBag) with respect to their rows, given `grad_out`, the
+//! gradient of the output.
 //!
 //! ```text
 //! grad_data[t] = Σ grad_out[p]   over the output positions p that read data[t]
@@ -13,13 +15,19 @@
 //! bit-identical for any thread count. Under an index policy the gradient
 //! goes where the forward read: `clip` and `wrap` to the position the index
 //! was moved to, a `fill` position nowhere. The indices get no gradient:
-//! they are integers. Gradients are defined for the floating and complex
-//! dtypes.
+//! they are integers. A fold passes each row its share of its group's
+//! gradient ([`groups`]); EmbeddingBag then adds the shares into the weight
+//! rows they came from, in ascending entry order. Gradients are defined for
+//! the floating and complex dtypes.
 
+mod embedding_bag;
 mod gathers;
+mod groups;
 mod scalar;
 mod scatters;
+mod segments;
 
+pub use embedding_bag::EmbeddingBagGrads;
 pub use scatters::ScatterGrads;
 
 use crate::aggregate::Aggregate;
@@ -68,6 +76,13 @@ fn reserve<T>(len: usize) -> Result<Vec<T>> {
         elements: len,
         dtype: DType::I64,
     })?;
+    Ok(v)
+}
+
+/// `len` copies of `value`, or an allocation error.
+fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>> {
+    let mut v = reserve(len)?;
+    v.resize(len, value);
     Ok(v)
 }
 

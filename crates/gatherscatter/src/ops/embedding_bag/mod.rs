@@ -81,11 +81,11 @@ pub struct EmbeddingBag {
 }
 
 /// The checked call: the boundaries of the bags, the resolved padding row.
-struct Plan {
-    bounds: Vec<usize>,
-    padding: Option<usize>,
-    out_shape: Vec<usize>,
-    out_len: usize,
+pub(crate) struct Plan {
+    pub bounds: Vec<usize>,
+    pub padding: Option<usize>,
+    pub out_shape: Vec<usize>,
+    pub out_len: usize,
 }
 
 impl EmbeddingBag {
@@ -244,7 +244,7 @@ impl EmbeddingBag {
 
     /// Every rule, before anything is written: the plan and every entry
     /// resolved to its weight row.
-    fn check(
+    pub(crate) fn check(
         &self,
         weight: TensorView<'_>,
         indices: TensorView<'_>,

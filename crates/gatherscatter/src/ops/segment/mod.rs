@@ -8,7 +8,7 @@
 //! `segment_csr` is given the boundaries (`indptr`); `segment_coo` one
 //! sorted segment id per row (`index`), from which they follow.
 
-mod bounds;
+pub(crate) mod bounds;
 pub(crate) mod kernel;
 
 use self::bounds::Bounds;
@@ -140,7 +140,11 @@ fn layout(src_shape: &[usize], axis: usize) -> Layout {
 
 /// `src`'s shape with the axis replaced by the segment count, and its
 /// element count.
-fn out_shape(src_shape: &[usize], axis: usize, segments: usize) -> Result<(Vec<usize>, usize)> {
+pub(crate) fn out_shape(
+    src_shape: &[usize],
+    axis: usize,
+    segments: usize,
+) -> Result<(Vec<usize>, usize)> {
     let mut shape = src_shape.to_vec();
     shape[axis] = segments;
     match checked_product(&shape) {
@@ -260,6 +264,19 @@ macro_rules! segment_builder {
             /// The aggregate.
             pub fn reduce(&self) -> Aggregate {
                 self.segmented.reduce
+            }
+
+            /// Every rule of a call, without its work: the checked
+            /// boundaries and the segment axis.
+            pub(crate) fn plan(
+                &self,
+                src: TensorView<'_>,
+                boundaries: TensorView<'_>,
+            ) -> Result<(Bounds, usize)> {
+                self.segmented.check(stringify!($op), src.dtype())?;
+                with_index_view!(boundaries, stringify!($op), $boundaries, b => {
+                    self.bounds(src.shape(), b)
+                })
             }
 
             /// Run on dynamic tensors; the result is a new tensor of `src`'s dtype.

@@ -1,0 +1,248 @@
+//! EmbeddingBag's gradients. With respect to `weight`: each entry's share
+//! of its bag's output gradient (the fold's rule, [`super::groups`]; with
+//! per-sample weights, times the conjugate weight) added into the weight
+//! row it read, the entries of a row in ascending order, so the result is
+//! bit-identical for any thread count. With respect to
+//! `per_sample_weights` (sum only): `Σ_c grad_out[bag, c] · conj(weight[row, c])`.
+//! The padding row and its entries get 0.
+
+use super::groups::{member_grads, Groups};
+use super::scalar::{on_scalars, OnScalars, Scalar};
+use super::{expect_grad_shape, filled, require_differentiable};
+use crate::aggregate::Aggregate;
+use crate::error::{Error, Result};
+use crate::mem::parallel;
+use crate::ops::embedding_bag::{EmbeddingBag, Plan};
+use crate::ops::require_same_dtype;
+use crate::tensor::Tensor;
+use crate::tensor_view::TensorView;
+
+/// The gradients of an EmbeddingBag call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EmbeddingBagGrads {
+    /// With respect to `weight`: `weight`'s shape.
+    pub weight: Tensor,
+    /// With respect to `per_sample_weights`, when the call had them.
+    pub per_sample_weights: Option<Tensor>,
+}
+
+impl EmbeddingBag {
+    /// The gradients of this EmbeddingBag with respect to `weight` and
+    /// `per_sample_weights`, given `grad_out` (`[bags, dim]`): an entry of
+    /// bag `b` adds into its weight row `grad_out[b]` (sum; times its
+    /// per-sample weight), `grad_out[b] / n` (mean, `n` the bag's entries
+    /// other than padding), `grad_out[b]` times the product of the bag's
+    /// other rows (prod), or, column by column, `grad_out[b] / w` where it
+    /// ties the result (amax, amin: `w` the tying entries; PyTorch gives it
+    /// all to the one row `max` reports). The padding row gets 0. The call
+    /// is checked as the forward checks it.
+    ///
+    /// ```
+    /// use gatherscatter::{Aggregate, EmbeddingBag, Tensor};
+    ///
+    /// let weight = Tensor::new(vec![3, 1], vec![1.0f32, 2.0, 3.0])?;
+    /// let indices = Tensor::from_vec(vec![0i64, 2, 0, 1]);
+    /// let offsets = Tensor::from_vec(vec![0i64, 2]); // bags [0, 2] and [0, 1]
+    /// let grad_out = Tensor::new(vec![2, 1], vec![1.0f32, 10.0])?;
+    /// let op = EmbeddingBag::new(Aggregate::Mean);
+    /// let grads = op.grad(&weight, &indices, Some((&offsets).into()), None, &grad_out)?;
+    /// assert_eq!(grads.weight.data::<f32>().unwrap(), &[5.5, 5.0, 0.5]);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub fn grad<'w, 'i, 'g>(
+        &self,
+        weight: impl Into<TensorView<'w>>,
+        indices: impl Into<TensorView<'i>>,
+        offsets: Option<TensorView<'_>>,
+        per_sample_weights: Option<TensorView<'_>>,
+        grad_out: impl Into<TensorView<'g>>,
+    ) -> Result<EmbeddingBagGrads> {
+        let (weight, indices, grad_out) = (weight.into(), indices.into(), grad_out.into());
+        let psw = per_sample_weights;
+        let (plan, entries) = self.check(weight, indices, offsets, psw)?;
+        require_differentiable("weight", weight.dtype(), "EmbeddingBag")?;
+        expect_grad_shape(&grad_out, &plan.out_shape, "EmbeddingBag")?;
+        require_same_dtype(
+            "grad_out",
+            grad_out.dtype(),
+            weight.dtype(),
+            "the gradient of EmbeddingBag on {} weight",
+        )?;
+        let out = match self.mode {
+            Aggregate::Amax | Aggregate::Amin => Some(self.run(weight, indices, offsets, psw)?),
+            _ => None,
+        };
+        // Without the forward's result grad_out stands in: only amax and amin read it.
+        let out = out.as_ref().map_or(grad_out, TensorView::from);
+        let mut inputs = vec![weight, out, grad_out];
+        let mut shapes = vec![weight.shape()];
+        if let Some(psw) = psw {
+            inputs.push(psw);
+            shapes.push(psw.shape());
+        }
+        let task = BagTask {
+            mode: self.mode,
+            plan: &plan,
+            entries: &entries,
+            dim: weight.shape()[1],
+        };
+        let mut grads = on_scalars(&inputs, &shapes, &task)?.into_iter();
+        let weight = grads
+            .next()
+            .ok_or_else(|| Error::unsupported("EmbeddingBag's gradient has no weight part"))?;
+        Ok(EmbeddingBagGrads {
+            weight,
+            per_sample_weights: grads.next(),
+        })
+    }
+}
+
+/// One gradient computation: the checked call.
+struct BagTask<'p> {
+    mode: Aggregate,
+    plan: &'p Plan,
+    entries: &'p [usize],
+    dim: usize,
+}
+
+impl OnScalars for BagTask<'_> {
+    fn run<T: Scalar>(&self, inputs: &[&[T]]) -> Result<Vec<Vec<T>>> {
+        let (weight, out, grad_out, psw) = match inputs {
+            [w, o, g] => (*w, *o, *g, None),
+            [w, o, g, p] => (*w, *o, *g, Some(*p)),
+            _ => {
+                return Err(Error::unsupported(
+                    "EmbeddingBag's gradient takes 3 or 4 inputs",
+                ))
+            }
+        };
+        let (dim, entries, bounds) = (self.dim, self.entries, &self.plan.bounds);
+        let padding = self.plan.padding;
+        let takes_part = |j: usize| Some(entries[j]) != padding;
+        let row = |j: usize| &weight[entries[j] * dim..(entries[j] + 1) * dim];
+        let bag_of = bag_of(bounds, entries.len())?;
+        let grad_weight = match self.mode {
+            Aggregate::Sum | Aggregate::Mean => {
+                let share = self.shares(grad_out, &takes_part)?;
+                add_rows(weight.len(), dim, entries, &takes_part, |j, acc| {
+                    let g = &share[bag_of[j] * dim..(bag_of[j] + 1) * dim];
+                    match psw {
+                        Some(w) => add_into(acc, g, |x| x * w[j].conj()),
+                        None => add_into(acc, g, |x| x),
+                    }
+                })?
+            }
+            Aggregate::Prod | Aggregate::Amax | Aggregate::Amin => {
+                let span = |b: usize| bounds[b]..bounds[b + 1];
+                let groups = Groups {
+                    count: bounds.len().saturating_sub(1),
+                    inner: dim,
+                    span: &span,
+                    takes_part: &takes_part,
+                    value: &row,
+                };
+                let mut each = filled(entries.len().saturating_mul(dim), T::ZERO)?;
+                member_grads(self.mode, &groups, out, grad_out, &mut each);
+                add_rows(weight.len(), dim, entries, &takes_part, |j, acc| {
+                    add_into(acc, &each[j * dim..(j + 1) * dim], |x| x)
+                })?
+            }
+        };
+        let mut grads = vec![grad_weight];
+        if psw.is_some() {
+            let mut grad_psw = filled(entries.len(), T::ZERO)?;
+            let per_task = entries
+                .len()
+                .div_ceil(parallel::tasks(entries.len() * dim * 8, entries.len()).max(1))
+                .max(1);
+            parallel::for_each_chunk(&mut grad_psw, per_task, |task, part| {
+                for (k, slot) in part.iter_mut().enumerate() {
+                    let j = task * per_task + k;
+                    if takes_part(j) {
+                        let g = &grad_out[bag_of[j] * dim..(bag_of[j] + 1) * dim];
+                        *slot = g
+                            .iter()
+                            .zip(row(j))
+                            .fold(T::ZERO, |acc, (&g, &x)| acc + g * x.conj());
+                    }
+                }
+            });
+            grads.push(grad_psw);
+        }
+        Ok(grads)
+    }
+}
+
+impl BagTask<'_> {
+    /// Each bag's gradient row as its entries receive it: `grad_out` (sum),
+    /// or divided by the bag's entries that take part (mean).
+    fn shares<'g, T: Scalar>(
+        &self,
+        grad_out: &'g [T],
+        takes_part: &(dyn Fn(usize) -> bool + Sync),
+    ) -> Result<std::borrow::Cow<'g, [T]>> {
+        if self.mode != Aggregate::Mean {
+            return Ok(std::borrow::Cow::Borrowed(grad_out));
+        }
+        let bounds = &self.plan.bounds;
+        let mut share = filled(grad_out.len(), T::ZERO)?;
+        for (b, row) in share.chunks_exact_mut(self.dim.max(1)).enumerate() {
+            let n = (bounds[b]..bounds[b + 1])
+                .filter(|&j| takes_part(j))
+                .count();
+            let g = &grad_out[b * self.dim..(b + 1) * self.dim];
+            for (s, &x) in row.iter_mut().zip(g) {
+                *s = x.over(n.max(1));
+            }
+        }
+        Ok(std::borrow::Cow::Owned(share))
+    }
+}
+
+/// The bag of each entry.
+fn bag_of(bounds: &[usize], entries: usize) -> Result<Vec<usize>> {
+    let mut bags = super::reserve(entries)?;
+    for (b, pair) in bounds.windows(2).enumerate() {
+        bags.extend(std::iter::repeat_n(b, pair[1] - pair[0]));
+    }
+    Ok(bags)
+}
+
+/// `acc[c] += f(g[c])`.
+fn add_into<T: Scalar>(acc: &mut [T], g: &[T], f: impl Fn(T) -> T) {
+    for (a, &x) in acc.iter_mut().zip(g) {
+        *a = *a + f(x);
+    }
+}
+
+/// The weight's gradient (`len` elements, rows of `dim`): `add(j, row)`
+/// for every entry `j` that takes part, into the row it read. A task owns
+/// a range of rows and walks all the entries in order, so each row sums
+/// its entries in ascending order whatever the thread count.
+fn add_rows<T: Scalar>(
+    len: usize,
+    dim: usize,
+    entries: &[usize],
+    takes_part: &(dyn Fn(usize) -> bool + Sync),
+    add: impl Fn(usize, &mut [T]) + Sync + Send,
+) -> Result<Vec<T>> {
+    let mut grad = filled(len, T::ZERO)?;
+    if dim == 0 {
+        return Ok(grad);
+    }
+    let rows = len / dim;
+    let tasks = parallel::one_task_per_thread(std::mem::size_of_val(grad.as_slice()), rows);
+    let rows_per_task = rows.div_ceil(tasks.max(1)).max(1);
+    parallel::for_each_chunk(&mut grad, rows_per_task * dim, |task, part| {
+        let first = task * rows_per_task;
+        let owned = first..first + part.len() / dim;
+        for (j, &r) in entries.iter().enumerate() {
+            if owned.contains(&r) && takes_part(j) {
+                let at = (r - first) * dim;
+                add(j, &mut part[at..at + dim]);
+            }
+        }
+    });
+    Ok(grad)
+}
