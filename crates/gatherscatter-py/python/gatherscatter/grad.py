@@ -26,8 +26,14 @@ NaN). Without ``include_self``, ``data[t]`` gets 0. ``mode="drop"`` gives a
 dropped update 0.
 
 ``tensor_scatter``'s pair: the cache gets ``grad_out`` outside the written
-window, the update gets the window. ``embedding_bag``'s and the segment
-reductions' gradients are not here yet.
+window, the update gets the window.
+
+The folds over groups of rows (``segment_csr``, ``segment_coo``,
+``embedding_bag``) give each row of a group its share of the group's
+gradient ``g``: ``g`` (sum), ``g / n`` (mean), ``g`` times the product of the
+group's other rows (prod), ``g`` split evenly among the rows equal to the
+result (max/min, PyTorch's ``segment_reduce`` rule). ``embedding_bag`` adds
+each entry's share into the weight row it read, entries in ascending order.
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ from ._errors import ShapeError
 from ._numpy import _along_axis, _integer_indices
 
 __all__ = ["gather", "gather_elements", "gather_nd", "take", "take_along_axis", "index_select",
-           "scatter_elements", "scatter_nd", "scatter_reduce", "tensor_scatter"]
+           "scatter_elements", "scatter_nd", "scatter_reduce", "tensor_scatter", "segment_csr",
+           "segment_coo", "embedding_bag"]
 
 
 def _shape(data_shape: Sequence[int]) -> Tuple[int, ...]:
@@ -237,3 +244,58 @@ def tensor_scatter(grad_out: Any, past_cache: Any, update: Any, write_indices: A
     """
     return _native._tensor_scatter_grad(grad_out, past_cache, update, write_indices, axis, mode,
                                         threads=threads)
+
+
+def segment_csr(grad_out: Any, src: Any, indptr: Any, reduce: str = "sum", *,
+                threads: Optional[int] = None) -> np.ndarray:
+    """The gradient of ``gatherscatter.segment_csr(src, indptr, reduce=reduce)``
+    with respect to ``src``: each row of segment ``s`` gets its share of
+    ``grad_out[..., s, ...]``; rows outside every segment get 0. Ties of
+    max/min split evenly (PyTorch's ``segment_reduce``; pytorch_scatter gives
+    all to ``arg_out``, the first).
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.segment_csr(np.array([1., 10.]), np.array([1., 3., 3., 4., 5.]),
+    ...                     np.array([0, 3, 4]), "max")
+    array([ 0. ,  0.5,  0.5, 10. ,  0. ])
+    """
+    return _native._segment_grad("segment_csr", src, indptr, grad_out, reduce, threads=threads)
+
+
+def segment_coo(grad_out: Any, src: Any, index: Any, reduce: str = "sum",
+                dim_size: Optional[int] = None, *, threads: Optional[int] = None) -> np.ndarray:
+    """The gradient of ``gatherscatter.segment_coo(src, index, dim_size=dim_size,
+    reduce=reduce)`` with respect to ``src``, as ``segment_csr``'s.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.segment_coo(np.array([1.]), np.array([2., 0., 3.]), np.array([0, 0, 0]), "prod")
+    array([0., 6., 0.])
+    """
+    if dim_size is not None and dim_size < 0:
+        raise ValueError(f"dim_size must be >= 0, not {dim_size}")
+    return _native._segment_grad("segment_coo", src, index, grad_out, reduce, dim_size,
+                                 threads=threads)
+
+
+def embedding_bag(grad_out: Any, weight: Any, indices: Any, offsets: Any = None,
+                  mode: str = "mean", per_sample_weights: Any = None,
+                  include_last_offset: bool = False, padding_idx: Optional[int] = None, *,
+                  threads: Optional[int] = None) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """The gradients of ``gatherscatter.embedding_bag(weight, indices, offsets,
+    mode, per_sample_weights, include_last_offset, padding_idx)`` with respect
+    to ``weight`` and ``per_sample_weights`` (``None`` when not given): an
+    entry of bag ``b`` adds its share of ``grad_out[b]`` into the weight row it
+    read (times its per-sample weight), and its per-sample weight gets
+    ``grad_out[b] · weight[row]``. The padding row and its entries get 0. On
+    max ties the gradient splits evenly; PyTorch gives it all to one row.
+
+    >>> import numpy as np, gatherscatter as gs
+    >>> gs.grad.embedding_bag(np.array([[1.], [10.]]), np.array([[1.], [2.], [3.]]),
+    ...                       np.array([0, 2, 0, 1]), np.array([0, 2]), "mean")
+    (array([[5.5],
+           [5. ],
+           [0.5]]), None)
+    """
+    return _native._embedding_bag_grad(weight, indices, offsets, grad_out, mode,
+                                       per_sample_weights, include_last_offset, padding_idx,
+                                       threads=threads)

@@ -1,8 +1,9 @@
 """PyTorch autograd functions over this library's gathers (CPU tensors).
 
 ``gather``, ``index_select``, ``take_along_dim``, ``embedding``,
-``scatter``, ``scatter_add`` and ``scatter_reduce`` take PyTorch's arguments
-and return what PyTorch's functions of the same names return; their
+``embedding_bag``, ``scatter``, ``scatter_add`` and ``scatter_reduce`` take
+PyTorch's arguments and return what PyTorch's functions of the same names
+return (``segment_csr`` and ``segment_coo``: pytorch_scatter's); their
 backward is this library's (``gatherscatter.grad``): deterministic,
 duplicates added in ascending order, bit-identical for any thread count.
 One deliberate difference: the backward of ``scatter`` with duplicate
@@ -26,10 +27,11 @@ from torch.autograd.function import once_differentiable
 from . import _native
 from . import grad as _grad
 from ._numpy import take_along_axis as _take_along_axis
-from ._torch import scatter_reduce as _scatter_reduce
+from ._segments import segment_coo as _segment_coo, segment_csr as _segment_csr
+from ._torch import embedding_bag as _embedding_bag, scatter_reduce as _scatter_reduce
 
-__all__ = ["gather", "index_select", "take_along_dim", "embedding", "scatter", "scatter_add",
-           "scatter_reduce"]
+__all__ = ["gather", "index_select", "take_along_dim", "embedding", "embedding_bag", "scatter",
+           "scatter_add", "scatter_reduce", "segment_csr", "segment_coo"]
 
 
 def _array(t: torch.Tensor) -> np.ndarray:
@@ -246,3 +248,113 @@ def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torc
     tensor([0., 6., 0.])
     """
     return _ScatterReduce.apply(input, dim, index, src, reduce, include_self)
+
+
+class _EmbeddingBag(torch.autograd.Function):
+    """``torch.nn.functional.embedding_bag``: rows of ``weight`` folded per bag."""
+
+    @staticmethod
+    def forward(ctx: Any, input: torch.Tensor, weight: torch.Tensor, offsets: Any, mode: str,
+                per_sample_weights: Any, include_last_offset: bool,
+                padding_idx: Any) -> torch.Tensor:
+        saved = [input, weight]
+        saved += [t for t in (offsets, per_sample_weights) if t is not None]
+        ctx.save_for_backward(*saved)
+        ctx.given = (offsets is not None, per_sample_weights is not None)
+        ctx.args = (mode, include_last_offset, padding_idx)
+        arrays = [None if t is None else _array(t) for t in (offsets, per_sample_weights)]
+        out = _embedding_bag(_array(weight), _array(input), arrays[0], mode, arrays[1],
+                             include_last_offset, padding_idx)
+        return _tensor(out, weight.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Tuple[Any, ...]:
+        saved = list(ctx.saved_tensors)
+        input, weight = saved[0], saved[1]
+        rest = iter(saved[2:])
+        offsets, psw = (next(rest) if given else None for given in ctx.given)
+        mode, include_last_offset, padding_idx = ctx.args
+        grad_weight, grad_psw = _grad.embedding_bag(
+            _array(grad_out), _array(weight), _array(input),
+            None if offsets is None else _array(offsets), mode,
+            None if psw is None else _array(psw), include_last_offset, padding_idx)
+        grad_psw = None if grad_psw is None else _tensor(grad_psw, grad_out.dtype)
+        return (None, _tensor(grad_weight, grad_out.dtype), None, None, grad_psw, None, None)
+
+
+def embedding_bag(input: torch.Tensor, weight: torch.Tensor, offsets: Any = None,
+                  mode: str = "mean", per_sample_weights: Any = None,
+                  include_last_offset: bool = False, padding_idx: Any = None) -> torch.Tensor:
+    """``torch.nn.functional.embedding_bag(input, weight, offsets, mode=...,
+    per_sample_weights=..., include_last_offset=..., padding_idx=...)``
+    (``max_norm``, ``scale_grad_by_freq`` and ``sparse`` are not taken),
+    deterministic both ways. ``include_last_offset`` has one meaning in every
+    mode. On max ties the gradient splits evenly among the tying entries;
+    PyTorch gives it all to the one row it reports.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> w = torch.tensor([[1.], [2.], [3.]], requires_grad=True)
+    >>> gst.embedding_bag(torch.tensor([0, 2, 0, 1]), w, torch.tensor([0, 2])).sum().backward()
+    >>> w.grad
+    tensor([[1.0000],
+            [0.5000],
+            [0.5000]])
+    """
+    return _EmbeddingBag.apply(input, weight, offsets, mode, per_sample_weights,
+                               include_last_offset, padding_idx)
+
+
+class _Segment(torch.autograd.Function):
+    """pytorch_scatter's ``segment_csr`` and ``segment_coo``."""
+
+    @staticmethod
+    def forward(ctx: Any, op: str, src: torch.Tensor, boundaries: torch.Tensor, reduce: str,
+                dim_size: Any) -> torch.Tensor:
+        ctx.save_for_backward(src, boundaries)
+        ctx.args = (op, reduce, dim_size)
+        if op == "segment_csr":
+            out = _segment_csr(_array(src), _array(boundaries), reduce=reduce)
+        else:
+            out = _segment_coo(_array(src), _array(boundaries), dim_size=dim_size, reduce=reduce)
+        return _tensor(out, src.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Tuple[Any, ...]:
+        src, boundaries = ctx.saved_tensors
+        op, reduce, dim_size = ctx.args
+        g, s, b = _array(grad_out), _array(src), _array(boundaries)
+        if op == "segment_csr":
+            grad = _grad.segment_csr(g, s, b, reduce)
+        else:
+            grad = _grad.segment_coo(g, s, b, reduce, dim_size)
+        return None, _tensor(grad, grad_out.dtype), None, None, None
+
+
+def segment_csr(src: torch.Tensor, indptr: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
+    """pytorch_scatter's ``segment_csr(src, indptr, reduce=...)`` (no ``out``),
+    deterministic both ways. Max/min ties split the gradient evenly, as
+    ``torch.segment_reduce``; pytorch_scatter gives it to ``arg_out``.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> src = torch.tensor([1., 3., 3., 2.], requires_grad=True)
+    >>> gst.segment_csr(src, torch.tensor([0, 3, 4]), "max").sum().backward()
+    >>> src.grad
+    tensor([0.0000, 0.5000, 0.5000, 1.0000])
+    """
+    return _Segment.apply("segment_csr", src, indptr, reduce, None)
+
+
+def segment_coo(src: torch.Tensor, index: torch.Tensor, dim_size: Any = None,
+                reduce: str = "sum") -> torch.Tensor:
+    """pytorch_scatter's ``segment_coo(src, index, dim_size=..., reduce=...)``
+    (no ``out``), deterministic both ways.
+
+    >>> import torch, gatherscatter.torch as gst
+    >>> src = torch.tensor([2., 4., 6.], requires_grad=True)
+    >>> gst.segment_coo(src, torch.tensor([0, 0, 1]), reduce="mean").sum().backward()
+    >>> src.grad
+    tensor([0.5000, 0.5000, 1.0000])
+    """
+    return _Segment.apply("segment_coo", src, index, reduce, dim_size)
