@@ -12,7 +12,7 @@ does; a fill the bytes written) and the ratio of the two copies. A
 memory-bound kernel on two threads can only beat one thread by that
 ratio, and the fill tells what writing an output alone costs; on the
 2-core VM these benchmarks run on the ratio stays near 1.0 for minutes,
-then near 2 for minutes (see the README's Performance section), so it
+then near 2 for minutes (see docs/performance.md), so it
 tells which phase a benchmark ran in.
 """
 

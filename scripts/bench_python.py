@@ -7,7 +7,7 @@ torch, each called the way a Python user calls it.
     (e.g. --quick, --workloads W1,W9, --json out.json, --markdown table.md)
     python3 scripts/bench_python.py --summary-of out.json
 
---summary-of prints the README's table from a run's JSON: gs on 1 thread
+--summary-of prints the table of record (docs/performance.md) from a run's JSON: gs on 1 thread
 against the fastest 1-thread peer, gs on 2 threads against the fastest peer
 on at most 2, the speed-up in bold where it meets the bar (1.5x; for the
 latency workload W9, at or below numpy's time).
@@ -46,7 +46,7 @@ def _time(seconds: float, latency: bool) -> str:
 
 
 def summary(run: dict) -> str:
-    """The README's table of one run (peers.py's JSON with gs columns)."""
+    """The table of record of one run (peers.py's JSON with gs columns)."""
     lines = ["| workload | gs(1t) · fastest 1-thread peer · speed-up "
              "| gs(2t) · fastest peer (≤2 threads) · speed-up |", "|---|---|---|"]
     met = total = 0
@@ -77,7 +77,7 @@ def summary(run: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--summary-of", metavar="JSON", help="print the README table of a run")
+    ap.add_argument("--summary-of", metavar="JSON", help="print the table of record of a run")
     ap.add_argument("--bench-dir", help="the peer harness folder (peers.py)")
     args, rest = ap.parse_known_args()
     if args.summary_of:

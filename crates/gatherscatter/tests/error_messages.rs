@@ -1,6 +1,6 @@
-//! The error-text table of the README, message for message: every kind names
+//! The error-text table of docs/design.md, message for message: every kind names
 //! the numbers a user needs (value, position, axis, size, valid range, dtype,
-//! opset). If a message changes, this test and the README change together.
+//! opset). If a message changes, this test and docs/design.md change together.
 
 use gatherscatter::{
     ErrorKind, FeatureLevel, Gather, GatherElements, Profile, Reduction, ScatterElements, Tensor,
