@@ -344,6 +344,20 @@ fn run_segment<T: RefReduce>(case: &Case) {
                 .collect()
         };
         check_segments::<T>(result, &src, axis, count, members, reduce, case);
+        // The gradients of the same calls, with their own output as grad_out
+        // (the shape they ask for) or src: errors are fine, panics are not.
+        for grad_out in [csr.run(&src, &boundaries).ok(), Some(src.clone())]
+            .into_iter()
+            .flatten()
+        {
+            let _ = csr.grad(&src, &boundaries, &grad_out);
+        }
+        for grad_out in [coo.run(&src, &boundaries).ok(), Some(src.clone())]
+            .into_iter()
+            .flatten()
+        {
+            let _ = coo.grad(&src, &boundaries, &grad_out);
+        }
         if matches!(reduce, Aggregate::Amax | Aggregate::Amin) {
             let views = [TensorView::from(&src), TensorView::from(&boundaries)];
             if let (Ok(values), Ok((again, _))) = (
@@ -501,8 +515,10 @@ fn run_policy<T: RefReduce>(case: &Case, tuples: bool) {
         let bag = EmbeddingBag::new(mode)
             .include_last_offset(case.seed % 2 == 0)
             .padding_idx(case.seed % 3);
-        let _ = bag.run(&data, &list, Some((&offsets).into()), None);
+        let out = bag.run(&data, &list, Some((&offsets).into()), None);
         let _ = bag.run_with_arg(&data, &list, Some((&offsets).into()), None);
+        let grad_out = out.unwrap_or_else(|_| data.clone());
+        let _ = bag.grad(&data, &list, Some((&offsets).into()), None, &grad_out);
     }
     assert_eq!(
         format!("{data:?}"),
@@ -639,7 +655,7 @@ pub fn fuzz_segment(bytes: &[u8]) {
 }
 
 /// Index policies on every gather and scatter, and EmbeddingBag, on hostile
-/// indices: never a panic, `data` never written; GatherElements under
+/// indices, with their gradients: never a panic, `data` never written; GatherElements under
 /// `clip` / `wrap` equals the reference on indices moved into range by the
 /// policy's formula.
 pub fn fuzz_policy(bytes: &[u8]) {
