@@ -8,7 +8,7 @@
 
 use super::groups::{member_grads, Groups};
 use super::scalar::{on_scalars, OnScalars, Scalar};
-use super::{expect_grad_shape, filled, require_differentiable};
+use super::{expect_grad_shape, require_differentiable};
 use crate::aggregate::Aggregate;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
@@ -142,7 +142,7 @@ impl OnScalars for BagTask<'_> {
                     takes_part: &takes_part,
                     value: &row,
                 };
-                let mut each = filled(entries.len().saturating_mul(dim), T::ZERO)?;
+                let mut each = super::zeroed(entries.len().saturating_mul(dim))?;
                 member_grads(self.mode, &groups, out, grad_out, &mut each);
                 add_rows(weight.len(), dim, entries, &takes_part, |j, acc| {
                     add_into(acc, &each[j * dim..(j + 1) * dim], |x| x)
@@ -151,7 +151,7 @@ impl OnScalars for BagTask<'_> {
         };
         let mut grads = vec![grad_weight];
         if psw.is_some() {
-            let mut grad_psw = filled(entries.len(), T::ZERO)?;
+            let mut grad_psw = super::zeroed(entries.len())?;
             let per_task = entries
                 .len()
                 .div_ceil(parallel::tasks(entries.len() * dim * 8, entries.len()).max(1))
@@ -186,7 +186,7 @@ impl BagTask<'_> {
             return Ok(std::borrow::Cow::Borrowed(grad_out));
         }
         let bounds = &self.plan.bounds;
-        let mut share = filled(grad_out.len(), T::ZERO)?;
+        let mut share = super::zeroed(grad_out.len())?;
         for (b, row) in share.chunks_exact_mut(self.dim.max(1)).enumerate() {
             let n = (bounds[b]..bounds[b + 1])
                 .filter(|&j| takes_part(j))
@@ -227,7 +227,7 @@ fn add_rows<T: Scalar>(
     takes_part: &(dyn Fn(usize) -> bool + Sync),
     add: impl Fn(usize, &mut [T]) + Sync + Send,
 ) -> Result<Vec<T>> {
-    let mut grad = filled(len, T::ZERO)?;
+    let mut grad = super::zeroed(len)?;
     if dim == 0 {
         return Ok(grad);
     }

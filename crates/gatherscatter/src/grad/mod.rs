@@ -26,6 +26,7 @@ mod groups;
 mod scalar;
 mod scatters;
 mod segments;
+mod targets;
 
 pub use embedding_bag::EmbeddingBagGrads;
 pub use scatters::ScatterGrads;
@@ -77,6 +78,17 @@ fn reserve<T>(len: usize) -> Result<Vec<T>> {
         dtype: DType::I64,
     })?;
     Ok(v)
+}
+
+/// `len` zeros, from memory the system hands out zeroed (no write pass),
+/// or an allocation error.
+fn zeroed<T: bytemuck::Zeroable>(len: usize) -> Result<Vec<T>> {
+    bytemuck::allocation::try_zeroed_slice_box::<T>(len)
+        .map(Vec::from)
+        .map_err(|_| Error::Allocation {
+            elements: len,
+            dtype: DType::I64,
+        })
 }
 
 /// `len` copies of `value`, or an allocation error.

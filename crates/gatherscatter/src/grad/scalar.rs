@@ -11,7 +11,12 @@ use crate::tensor_view::TensorView;
 
 /// The element type the gradients are computed in.
 pub(super) trait Scalar:
-    Element + Copy + PartialEq + std::ops::Mul<Output = Self> + std::ops::Add<Output = Self>
+    Element
+    + bytemuck::Zeroable
+    + Copy
+    + PartialEq
+    + std::ops::Mul<Output = Self>
+    + std::ops::Add<Output = Self>
 {
     const ZERO: Self;
     const ONE: Self;

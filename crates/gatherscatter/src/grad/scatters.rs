@@ -17,14 +17,16 @@
 //! update the policy `drop` skipped gets 0. Complex gradients follow
 //! PyTorch's convention (the conjugate of the derivative).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::scalar::{on_scalars, OnScalars, Scalar};
+use super::targets::{fits_u32, targets, Target};
 use super::{expect_grad_shape, require_differentiable, Kind};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::index::{with_index_view, AxisRule, IndexElement};
 use crate::mem::parallel;
 use crate::ops::op::Op;
 use crate::policy::IndexPolicy;
-use crate::shape::{normalize_axis, strides};
 use crate::tensor::{Tensor, TypedView};
 use crate::tensor_view::TensorView;
 
@@ -103,37 +105,57 @@ impl IndexPolicy {
             data.dtype(),
             "the gradient of a scatter on {} data",
         )?;
-        let targets = targets(self, op, data.shape(), indices, updates.len())?;
-        if *self != IndexPolicy::Drop && targets.contains(&DROPPED) {
-            // An index out of range: the forward names the first one.
-            self.run(op, &inputs)?;
-            return Err(Error::unsupported(
-                "an index the forward accepted did not resolve",
-            ));
-        }
         // Without the forward's result, grad_out stands in: only max and min read it.
         let out = out.as_ref().map_or(grad_out, TensorView::from);
-        let pass = Pass {
-            kind,
-            include_self,
-            targets: &targets,
+        let grads = if fits_u32(data.len()) {
+            self.vjp_with::<u32>(op, &inputs, (kind, include_self), [out, grad_out])?
+        } else {
+            self.vjp_with::<usize>(op, &inputs, (kind, include_self), [out, grad_out])?
         };
-        let inputs = [data, updates, out, grad_out];
-        let grads = on_scalars(&inputs, &[data.shape(), updates.shape()], &pass)?;
         let [data, updates] = <[Tensor; 2]>::try_from(grads)
             .map_err(|_| Error::unsupported("a scatter's gradient has two parts"))?;
         Ok(ScatterGrads { data, updates })
     }
 }
 
-/// One gradient computation: what the scatter did, and where each update went.
-struct Pass<'t> {
-    kind: Kind,
-    include_self: bool,
-    targets: &'t [usize],
+impl IndexPolicy {
+    /// The gradients of the checked scatter `op` on `inputs` (data,
+    /// indices, updates), given the forward's result and `grad_out`, with
+    /// targets of type `X`.
+    fn vjp_with<X: Target>(
+        &self,
+        op: &Op,
+        inputs: &[TensorView<'_>; 3],
+        (kind, include_self): (Kind, bool),
+        [out, grad_out]: [TensorView<'_>; 2],
+    ) -> Result<Vec<Tensor>> {
+        let [data, indices, updates] = *inputs;
+        let targets = targets::<X>(self, op, data.shape(), indices, updates.len())?;
+        if *self != IndexPolicy::Drop && targets.contains(&X::DROPPED) {
+            // An index out of range: the forward names the first one.
+            self.run(op, inputs)?;
+            return Err(Error::unsupported(
+                "an index the forward accepted did not resolve",
+            ));
+        }
+        let pass = Pass {
+            kind,
+            include_self,
+            targets: &targets,
+        };
+        let views = [data, updates, out, grad_out];
+        on_scalars(&views, &[data.shape(), updates.shape()], &pass)
+    }
 }
 
-impl OnScalars for Pass<'_> {
+/// One gradient computation: what the scatter did, and where each update went.
+struct Pass<'t, X> {
+    kind: Kind,
+    include_self: bool,
+    targets: &'t [X],
+}
+
+impl<X: Target> OnScalars for Pass<'_, X> {
     fn run<T: Scalar>(&self, inputs: &[&[T]]) -> Result<Vec<Vec<T>>> {
         let [data, updates, out, grad_out] = inputs else {
             return Err(Error::unsupported("a scatter's gradient takes four inputs"));
@@ -169,92 +191,6 @@ fn checked(op: &Op, inputs: &[TensorView<'_>; 3]) -> Result<()> {
     Ok(())
 }
 
-/// A dropped update's target.
-const DROPPED: usize = usize::MAX;
-
-/// For each update element (row-major), the flat data offset it lands on
-/// under `policy`, or [`DROPPED`]. The forward has run, so every index
-/// resolves.
-fn targets(
-    policy: &IndexPolicy,
-    op: &Op,
-    data_shape: &[usize],
-    indices: TensorView<'_>,
-    updates_len: usize,
-) -> Result<Vec<usize>> {
-    let data_strides = strides(data_shape);
-    // Zeroed (lazily, by the kernel) and then written in full.
-    let mut targets = vec![0usize; updates_len];
-    let per_task = updates_len
-        .div_ceil(parallel::tasks(updates_len * 8, updates_len).max(1))
-        .max(1);
-    match op {
-        Op::ScatterND(_) => {
-            let k = indices.shape().last().copied().unwrap_or(0);
-            let slice: usize = data_shape[k.min(data_shape.len())..].iter().product();
-            with_index_view!(indices, "a scatter's gradient", v => {
-                let values = v.data();
-                parallel::for_each_chunk(&mut targets, per_task, |task, chunk| {
-                    for (i, slot) in chunk.iter_mut().enumerate() {
-                        let flat = task * per_task + i;
-                        let t = flat / slice.max(1);
-                        let tuple = &values[t * k..t * k + k];
-                        let base = tuple.iter().enumerate().try_fold(0, |acc, (j, x)| {
-                            Some(acc + policy.resolve(x.to_i128(), data_shape[j])? * data_strides[j])
-                        });
-                        *slot = base.map_or(DROPPED, |b| b + flat % slice.max(1));
-                    }
-                })
-            });
-        }
-        _ => {
-            let axis = match op {
-                Op::ScatterElements(s) => s.axis,
-                Op::ScatterReduce(s) => s.axis,
-                _ => 0,
-            };
-            let axis = normalize_axis(axis, data_shape.len(), "data")?;
-            let shape = indices.shape();
-            let index_strides = strides(shape);
-            let size = data_shape[axis];
-            with_index_view!(indices, "a scatter's gradient", v => {
-                let values = v.data();
-                parallel::for_each_chunk(&mut targets, per_task, |task, chunk| {
-                    if shape.len() == 1 && *policy == IndexPolicy::Raise {
-                        // One dim, no policy: the index is the target.
-                        let rule = AxisRule { axis, size, negative_allowed: true };
-                        let start = task * per_task;
-                        for (slot, x) in chunk.iter_mut().zip(&values[start..]) {
-                            let wide = i64::try_from(x.to_i128()).unwrap_or(i64::MAX);
-                            let position = rule.position(wide);
-                            *slot = if position < size { position } else { DROPPED };
-                        }
-                        return;
-                    }
-                    for (i, slot) in chunk.iter_mut().enumerate() {
-                        let flat = task * per_task + i;
-                        let Some(position) = policy.resolve(values[flat].to_i128(), size) else {
-                            *slot = DROPPED;
-                            continue;
-                        };
-                        *slot = (0..shape.len())
-                            .map(|d| {
-                                let coord = if d == axis {
-                                    position
-                                } else {
-                                    flat / index_strides[d] % shape[d]
-                                };
-                                coord * data_strides[d]
-                            })
-                            .sum();
-                    }
-                })
-            });
-        }
-    }
-    Ok(targets)
-}
-
 /// `out[i] = f(i)` for every element, on the pool when it is large.
 fn fill_each<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
     let len = out.len();
@@ -268,54 +204,86 @@ fn fill_each<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
     });
 }
 
-/// How many updates land on each data element.
-fn hits(targets: &[usize], len: usize) -> Vec<u32> {
-    let mut hits = vec![0u32; len];
-    for &t in targets {
-        if t != DROPPED {
-            hits[t] = hits[t].saturating_add(1);
+/// For each data element: how many updates land on it (the low 32 bits)
+/// and how many of those `wins(p, t)` (the high 32 bits). Counted with
+/// atomic adds from every task at once: integers, so the counts are the
+/// same in any order and on any thread count. One task, or 2^32 updates or
+/// more (a count could carry into its neighbour), counts serially,
+/// saturating.
+fn counts<X: Target>(
+    targets: &[X],
+    len: usize,
+    wins: impl Fn(usize, usize) -> bool + Sync,
+) -> Result<Vec<AtomicU64>> {
+    let mut counts = Vec::new();
+    counts
+        .try_reserve_exact(len)
+        .map_err(|_| Error::Allocation {
+            elements: len,
+            dtype: DType::U64,
+        })?;
+    counts.resize_with(len, || AtomicU64::new(0));
+    let tasks = parallel::tasks(targets.len() * 8, targets.len());
+    if tasks == 1 || u32::try_from(targets.len()).is_err() {
+        // One task needs no atomics.
+        for (p, t) in landed(targets) {
+            let c = counts[t].get_mut();
+            let (hits, won) = ((*c as u32).saturating_add(1), (*c >> 32) as u32);
+            let won = won.saturating_add(u32::from(wins(p, t)));
+            *c = u64::from(hits) | u64::from(won) << 32;
         }
+        return Ok(counts);
     }
-    hits
+    let per_task = targets.len().div_ceil(tasks).max(1);
+    let Ok(()) = parallel::try_for_each_list(targets.chunks(per_task).collect(), |task, chunk| {
+        for (k, &t) in chunk.iter().enumerate() {
+            if t != X::DROPPED {
+                let won = u64::from(wins(task * per_task + k, t.get()));
+                counts[t.get()].fetch_add(1 | won << 32, Ordering::Relaxed);
+            }
+        }
+        Ok::<(), std::convert::Infallible>(())
+    });
+    Ok(counts)
+}
+
+/// The updates landing on an element, and how many of them win, from [`counts`].
+fn hits_and_wins(count: &AtomicU64) -> (usize, usize) {
+    let c = count.load(Ordering::Relaxed);
+    ((c as u32) as usize, (c >> 32) as usize)
 }
 
 /// The passes of the table above, over the updates in ascending order
 /// where order matters (the last of `none`, the prefix and suffix products
 /// of `prod`) and in parallel where it does not.
-fn vjp<T: Scalar>(
+fn vjp<T: Scalar, X: Target>(
     kind: Kind,
     include_self: bool,
     data: &[T],
     updates: &[T],
     out: &[T],
     grad_out: &[T],
-    targets: &[usize],
+    targets: &[X],
 ) -> Result<(Vec<T>, Vec<T>)> {
     let n = data.len();
     let own = usize::from(include_self);
-    let mut grad_data = vec![T::ZERO; n];
-    let mut grad_updates = vec![T::ZERO; updates.len()];
-    let g = |p: usize| {
-        if targets[p] == DROPPED {
-            None
-        } else {
-            Some(grad_out[targets[p]])
-        }
-    };
+    let mut grad_data = super::zeroed(n)?;
+    let mut grad_updates = super::zeroed(updates.len())?;
+    let target = |p: usize| Some(targets[p]).filter(|&t| t != X::DROPPED).map(X::get);
+    let g = |p: usize| target(p).map(|t| grad_out[t]);
     match kind {
         Kind::Replace => {
-            let mut last = vec![DROPPED; n];
-            for (p, &t) in targets.iter().enumerate() {
-                if t != DROPPED {
-                    last[t] = p;
-                }
+            const NONE: usize = usize::MAX;
+            let mut last = super::filled(n, NONE)?;
+            for (p, t) in landed(targets) {
+                last[t] = p;
             }
-            fill_each(&mut grad_updates, |p| match g(p) {
-                Some(g) if last[targets[p]] == p => g,
+            fill_each(&mut grad_updates, |p| match target(p) {
+                Some(t) if last[t] == p => grad_out[t],
                 _ => T::ZERO,
             });
             fill_each(&mut grad_data, |t| {
-                if last[t] == DROPPED {
+                if last[t] == NONE {
                     grad_out[t]
                 } else {
                     T::ZERO
@@ -328,51 +296,52 @@ fn vjp<T: Scalar>(
             grad_data.copy_from_slice(grad_out);
         }
         Kind::Sum | Kind::Mean => {
-            let hits = hits(targets, n);
+            let counts = counts(targets, n, |_, _| false)?;
             // One division per target, then a gather of the shares.
-            let mut share = vec![T::ZERO; n];
+            let mut share = super::zeroed(n)?;
             fill_each(&mut share, |t| {
                 if kind == Kind::Mean {
-                    grad_out[t].over(hits[t] as usize + own)
+                    grad_out[t].over(hits_and_wins(&counts[t]).0 + own)
                 } else {
                     grad_out[t]
                 }
             });
             fill_each(&mut grad_updates, |p| {
-                g(p).map_or(T::ZERO, |_| share[targets[p]])
+                target(p).map_or(T::ZERO, |t| share[t])
             });
-            fill_each(&mut grad_data, |t| match (hits[t], include_self) {
-                (0, _) => grad_out[t],
-                (_, true) => share[t],
-                (_, false) => T::ZERO,
+            fill_each(&mut grad_data, |t| {
+                match (hits_and_wins(&counts[t]).0, include_self) {
+                    (0, _) => grad_out[t],
+                    (_, true) => share[t],
+                    (_, false) => T::ZERO,
+                }
             });
         }
         Kind::Extreme => {
-            // One pass: how many updates land on each element, and how many of them win.
-            let mut counts = vec![[0u32; 2]; n];
-            for (p, &t) in targets.iter().enumerate() {
-                if t != DROPPED {
-                    let wins = u32::from(updates[p].ties(out[t]));
-                    counts[t][0] = counts[t][0].saturating_add(1);
-                    counts[t][1] += wins;
-                }
-            }
-            let hits: Vec<u32> = counts.iter().map(|c| c[0]).collect();
-            let winners: Vec<u32> = counts.iter().map(|c| c[1]).collect();
+            let counts = counts(targets, n, |p, t| updates[p].ties(out[t]))?;
             let self_wins = |t: usize| include_self && data[t].ties(out[t]);
-            let mut share = vec![T::ZERO; n];
-            fill_each(&mut share, |t| {
-                grad_out[t].over(winners[t] as usize + usize::from(self_wins(t)))
+            // Each element's result beside its share: one random read per update.
+            let mut result_and_share: Vec<[T; 2]> = super::zeroed(n)?;
+            fill_each(&mut result_and_share, |t| {
+                let winners = hits_and_wins(&counts[t]).1 + usize::from(self_wins(t));
+                [out[t], grad_out[t].over(winners)]
             });
-            fill_each(&mut grad_updates, |p| match g(p) {
-                Some(_) if updates[p].ties(out[targets[p]]) => share[targets[p]],
-                _ => T::ZERO,
+            fill_each(&mut grad_updates, |p| match target(p) {
+                Some(t) => {
+                    let [result, share] = result_and_share[t];
+                    if updates[p].ties(result) {
+                        share
+                    } else {
+                        T::ZERO
+                    }
+                }
+                None => T::ZERO,
             });
             fill_each(&mut grad_data, |t| {
-                if hits[t] == 0 {
+                if hits_and_wins(&counts[t]).0 == 0 {
                     grad_out[t]
                 } else if self_wins(t) {
-                    share[t]
+                    result_and_share[t][1]
                 } else {
                     T::ZERO
                 }
@@ -381,24 +350,21 @@ fn vjp<T: Scalar>(
         Kind::Prod => {
             // prefix[p]: self (when included) times the updates before p on
             // its target; then, walking back, times those after p.
-            let mut running: Vec<T> = (0..n)
-                .map(|t| if include_self { data[t] } else { T::ONE })
-                .collect();
-            let mut prefix = vec![T::ONE; updates.len()];
-            for (p, &t) in targets.iter().enumerate() {
-                if t != DROPPED {
-                    prefix[p] = running[t];
-                    running[t] = running[t] * updates[p];
-                }
+            let mut running = super::filled(n, T::ONE)?;
+            if include_self {
+                running.copy_from_slice(data);
             }
-            let mut after = vec![T::ONE; n];
-            let mut hit = vec![false; n];
-            for (p, &t) in targets.iter().enumerate().rev() {
-                if t != DROPPED {
-                    grad_updates[p] = grad_out[t] * (prefix[p] * after[t]).conj();
-                    after[t] = after[t] * updates[p];
-                    hit[t] = true;
-                }
+            let mut prefix = super::filled(updates.len(), T::ONE)?;
+            for (p, t) in landed(targets) {
+                prefix[p] = running[t];
+                running[t] = running[t] * updates[p];
+            }
+            let mut after = super::filled(n, T::ONE)?;
+            let mut hit = super::zeroed(n)?;
+            for (p, t) in landed(targets).rev() {
+                grad_updates[p] = grad_out[t] * (prefix[p] * after[t]).conj();
+                after[t] = after[t] * updates[p];
+                hit[t] = true;
             }
             fill_each(&mut grad_data, |t| match (hit[t], include_self) {
                 (false, _) => grad_out[t],
@@ -408,6 +374,15 @@ fn vjp<T: Scalar>(
         }
     }
     Ok((grad_data, grad_updates))
+}
+
+/// The updates that land, each with its target, in order.
+fn landed<X: Target>(targets: &[X]) -> impl DoubleEndedIterator<Item = (usize, usize)> + '_ {
+    targets
+        .iter()
+        .enumerate()
+        .filter(|(_, &t)| t != X::DROPPED)
+        .map(|(p, &t)| (p, t.get()))
 }
 
 impl crate::TensorScatter {

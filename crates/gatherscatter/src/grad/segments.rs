@@ -154,7 +154,7 @@ impl OnScalars for SegmentTask<'_> {
             takes_part: &|_| true,
             value: &value,
         };
-        let mut grad_src = super::filled(src.len(), T::ZERO)?;
+        let mut grad_src = super::zeroed(src.len())?;
         member_grads(self.reduce, &groups, out, grad_out, &mut grad_src);
         Ok(vec![grad_src])
     }
