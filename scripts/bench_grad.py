@@ -12,6 +12,11 @@ Workloads (float32 gradients, int64 indices, uniform random: duplicates):
   EMB_rows    nn.functional.embedding of 65,536 lookups in a 65,536 x 256 table
   SR_mean     scatter_reduce mean of 16M updates into 1M slots (#30's), both gradients
   SR_amax     the same with amax
+  EB_sum      embedding_bag sum over a 1M x 128 table, 64k bags of 20 (#30's):
+              the weight's gradient
+  EB_max      the same with max
+  SEG_sum     segment_csr sum of 1M rows of 64 in 10k segments (#30's), against
+              torch.segment_reduce
 torch's side is ``torch.autograd.grad`` of the forward's output with the
 gradient given (the forward run once, outside the timing). Before timing,
 the two gradients must agree (the same sums; summation order may differ in
@@ -73,11 +78,38 @@ def workloads(rng):
            lambda x: torch.nn.functional.embedding(t_rows, x), g_rows)
     yield scatter_reduce_workload(rng, "mean")
     yield scatter_reduce_workload(rng, "amax")
+    yield from fold_workloads(rng)
+
+
+def fold_workloads(rng):
+    bags, size, dim = 1 << 16, 20, 128
+    weight = np.zeros((1 << 20, dim), np.float32)
+    indices = rng.integers(0, 1 << 20, bags * size)
+    offsets = np.arange(bags) * size
+    g_bags = rng.standard_normal((bags, dim)).astype(np.float32)
+    t_indices, t_offsets = torch.from_numpy(indices), torch.from_numpy(offsets)
+    for mode in ("sum", "max"):
+        table = [rng.standard_normal(weight.shape).astype(np.float32)] if mode == "max" else [weight]
+        yield (f"EB_{mode}", table,
+               lambda threads, mode=mode, table=table: (gs.grad.embedding_bag(
+                   g_bags, table[0], indices, offsets, mode, threads=threads)[0],),
+               lambda x, mode=mode: torch.nn.functional.embedding_bag(t_indices, x, t_offsets,
+                                                                      mode=mode),
+               g_bags)
+    rows, segments = 1 << 20, 10_000
+    indptr = np.linspace(0, rows, segments + 1).astype(np.int64)
+    src = np.zeros((rows, 64), np.float32)
+    g_segments = rng.standard_normal((segments, 64)).astype(np.float32)
+    lengths = torch.from_numpy(np.diff(indptr))
+    yield ("SEG_sum", [src],
+           lambda threads: (gs.grad.segment_csr(g_segments, src, indptr, "sum", threads=threads),),
+           lambda x: torch.segment_reduce(x, "sum", lengths=lengths, axis=0), g_segments)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--only", nargs="*", help="run only these workloads")
     args = parser.parse_args()
     print_cpu()
     print(f"torch {torch.__version__}, numpy {np.__version__}")
@@ -85,6 +117,8 @@ def main() -> int:
     print("| workload | 1 thread: gatherscatter · torch · speed-up | 2 threads |")
     print("|---|---|---|")
     for name, arrays, ours, forward, grad_out in workloads(rng):
+        if args.only and name not in args.only:
+            continue
         inputs = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
         y = forward(*inputs)
         g = torch.from_numpy(grad_out)
