@@ -12,6 +12,7 @@ use super::{expect_grad_shape, require_differentiable};
 use crate::aggregate::Aggregate;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
+use crate::mem::prefetch::prefetch_items;
 use crate::ops::embedding_bag::{EmbeddingBag, Plan};
 use crate::ops::require_same_dtype;
 use crate::tensor::Tensor;
@@ -125,15 +126,37 @@ impl OnScalars for BagTask<'_> {
         let grad_weight = match self.mode {
             Aggregate::Sum | Aggregate::Mean => {
                 let share = self.shares(grad_out, &takes_part)?;
-                add_rows(weight.len(), dim, entries, &takes_part, |j, acc| {
-                    let g = &share[bag_of[j] * dim..(bag_of[j] + 1) * dim];
-                    match psw {
-                        Some(w) => add_into(acc, g, |x| x * w[j].conj()),
-                        None => add_into(acc, g, |x| x),
+                add_rows(
+                    weight.len(),
+                    dim,
+                    entries,
+                    &takes_part,
+                    |_| {},
+                    |j, acc| {
+                        let g = &share[bag_of[j] * dim..(bag_of[j] + 1) * dim];
+                        match psw {
+                            Some(w) => add_into(acc, g, |x| x * w[j].conj()),
+                            None => add_into(acc, g, |x| x),
+                        }
+                    },
+                )?
+            }
+            Aggregate::Amax | Aggregate::Amin => {
+                // Each bag column's share (g over its tying entries), then
+                // every entry that ties takes it: nothing per entry is held.
+                let share = self.winner_shares(out, grad_out, &takes_part, &row)?;
+                let ahead = |j: usize| prefetch_items(row(j));
+                add_rows(weight.len(), dim, entries, &takes_part, ahead, |j, acc| {
+                    let at = bag_of[j] * dim..(bag_of[j] + 1) * dim;
+                    let columns = acc.iter_mut().zip(row(j)).zip(&out[at.clone()]);
+                    for (((a, &x), &o), &s) in columns.zip(&share[at]) {
+                        if x.ties(o) {
+                            *a = *a + s;
+                        }
                     }
                 })?
             }
-            Aggregate::Prod | Aggregate::Amax | Aggregate::Amin => {
+            Aggregate::Prod => {
                 let span = |b: usize| bounds[b]..bounds[b + 1];
                 let groups = Groups {
                     count: bounds.len().saturating_sub(1),
@@ -144,9 +167,14 @@ impl OnScalars for BagTask<'_> {
                 };
                 let mut each = super::zeroed(entries.len().saturating_mul(dim))?;
                 member_grads(self.mode, &groups, out, grad_out, &mut each);
-                add_rows(weight.len(), dim, entries, &takes_part, |j, acc| {
-                    add_into(acc, &each[j * dim..(j + 1) * dim], |x| x)
-                })?
+                add_rows(
+                    weight.len(),
+                    dim,
+                    entries,
+                    &takes_part,
+                    |_| {},
+                    |j, acc| add_into(acc, &each[j * dim..(j + 1) * dim], |x| x),
+                )?
             }
         };
         let mut grads = vec![grad_weight];
@@ -175,8 +203,43 @@ impl OnScalars for BagTask<'_> {
 }
 
 impl BagTask<'_> {
-    /// Each bag's gradient row as its entries receive it: `grad_out` (sum),
-    /// or divided by the bag's entries that take part (mean).
+    /// For amax and amin: each bag column's `grad_out` divided by how many
+    /// of the bag's entries tie its result (bags in parallel).
+    fn winner_shares<'w, T: Scalar>(
+        &self,
+        out: &[T],
+        grad_out: &[T],
+        takes_part: &(dyn Fn(usize) -> bool + Sync),
+        row: &(dyn Fn(usize) -> &'w [T] + Sync),
+    ) -> Result<Vec<T>> {
+        let (dim, bounds) = (self.dim.max(1), &self.plan.bounds);
+        let mut share = super::zeroed(grad_out.len())?;
+        let bags_per_task = bounds
+            .len()
+            .div_ceil(parallel::tasks(std::mem::size_of_val(grad_out) * 4, bounds.len()).max(1))
+            .max(1);
+        parallel::for_each_chunk(&mut share, bags_per_task * dim, |task, part| {
+            let mut winners = vec![0u32; dim];
+            for (k, shares) in part.chunks_exact_mut(dim).enumerate() {
+                let b = task * bags_per_task + k;
+                let at = b * dim..(b + 1) * dim;
+                winners.fill(0);
+                for j in (bounds[b]..bounds[b + 1]).filter(|&j| takes_part(j)) {
+                    if j + ENTRIES_AHEAD < bounds[bounds.len() - 1] {
+                        prefetch_items(row(j + ENTRIES_AHEAD));
+                    }
+                    for ((w, &x), &o) in winners.iter_mut().zip(row(j)).zip(&out[at.clone()]) {
+                        *w += u32::from(x.ties(o));
+                    }
+                }
+                for ((s, &g), &w) in shares.iter_mut().zip(&grad_out[at]).zip(&winners) {
+                    *s = g.over(w.max(1) as usize);
+                }
+            }
+        });
+        Ok(share)
+    }
+
     fn shares<'g, T: Scalar>(
         &self,
         grad_out: &'g [T],
@@ -216,15 +279,22 @@ fn add_into<T: Scalar>(acc: &mut [T], g: &[T], f: impl Fn(T) -> T) {
     }
 }
 
+/// How many entries ahead [`add_rows`] asks the cache for the rows an
+/// entry touches: they are random, so no hardware prefetcher sees them
+/// coming (as the forward's bags).
+const ENTRIES_AHEAD: usize = 16;
+
 /// The weight's gradient (`len` elements, rows of `dim`): `add(j, row)`
 /// for every entry `j` that takes part, into the row it read. A task owns
 /// a range of rows and walks all the entries in order, so each row sums
-/// its entries in ascending order whatever the thread count.
+/// its entries in ascending order whatever the thread count. `ahead(j)` is
+/// told the entries [`ENTRIES_AHEAD`] on, to prefetch what `add` will read.
 fn add_rows<T: Scalar>(
     len: usize,
     dim: usize,
     entries: &[usize],
     takes_part: &(dyn Fn(usize) -> bool + Sync),
+    ahead: impl Fn(usize) + Sync + Send,
     add: impl Fn(usize, &mut [T]) + Sync + Send,
 ) -> Result<Vec<T>> {
     let mut grad = super::zeroed(len)?;
@@ -238,6 +308,13 @@ fn add_rows<T: Scalar>(
         let first = task * rows_per_task;
         let owned = first..first + part.len() / dim;
         for (j, &r) in entries.iter().enumerate() {
+            if let Some(&next) = entries.get(j + ENTRIES_AHEAD) {
+                if owned.contains(&next) {
+                    let at = (next - first) * dim;
+                    prefetch_items(&part[at..at + dim]);
+                    ahead(j + ENTRIES_AHEAD);
+                }
+            }
             if owned.contains(&r) && takes_part(j) {
                 let at = (r - first) * dim;
                 add(j, &mut part[at..at + dim]);
