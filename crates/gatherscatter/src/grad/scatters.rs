@@ -247,6 +247,35 @@ fn counts<X: Target>(
     Ok(counts)
 }
 
+/// The updates that `win(p, t)` on their target, in ascending order: one
+/// read of each update's target in parallel, each task keeping its own list.
+fn winners<X: Target>(
+    targets: &[X],
+    win: impl Fn(usize, usize) -> bool + Sync,
+) -> Result<Vec<usize>> {
+    let tasks = parallel::tasks(targets.len() * 8, targets.len());
+    let per_task = targets.len().div_ceil(tasks).max(1);
+    let mut lists: Vec<Vec<usize>> = (0..tasks).map(|_| Vec::new()).collect();
+    let work: Vec<_> = lists.iter_mut().zip(targets.chunks(per_task)).collect();
+    parallel::try_for_each_list(work, |task, (list, chunk)| {
+        for (k, &t) in chunk.iter().enumerate() {
+            let p = task * per_task + k;
+            if t != X::DROPPED && win(p, t.get()) {
+                if list.len() == list.capacity() {
+                    list.try_reserve(list.len().max(1024))
+                        .map_err(|_| Error::Allocation {
+                            elements: list.len() * 2,
+                            dtype: DType::U64,
+                        })?;
+                }
+                list.push(p);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(lists.concat())
+}
+
 /// The updates landing on an element, and how many of them win, from [`counts`].
 fn hits_and_wins(count: &AtomicU64) -> (usize, usize) {
     let c = count.load(Ordering::Relaxed);
@@ -318,33 +347,29 @@ fn vjp<T: Scalar, X: Target>(
             });
         }
         Kind::Extreme => {
-            let counts = counts(targets, n, |p, t| updates[p].ties(out[t]))?;
+            // Only the winners matter, and they are few: find them in one
+            // parallel read of the result, then count per element over them.
+            let winners = winners(targets, |p, t| updates[p].ties(out[t]))?;
+            let mut won: Vec<u32> = super::zeroed(n)?;
+            for &p in &winners {
+                let t = targets[p].get();
+                won[t] = won[t].saturating_add(1);
+            }
             let self_wins = |t: usize| include_self && data[t].ties(out[t]);
-            // Each element's result beside its share: one random read per update.
-            let mut result_and_share: Vec<[T; 2]> = super::zeroed(n)?;
-            fill_each(&mut result_and_share, |t| {
-                let winners = hits_and_wins(&counts[t]).1 + usize::from(self_wins(t));
-                [out[t], grad_out[t].over(winners)]
+            let mut share = super::zeroed(n)?;
+            fill_each(&mut share, |t| {
+                grad_out[t].over(won[t] as usize + usize::from(self_wins(t)))
             });
-            fill_each(&mut grad_updates, |p| match target(p) {
-                Some(t) => {
-                    let [result, share] = result_and_share[t];
-                    if updates[p].ties(result) {
-                        share
-                    } else {
-                        T::ZERO
-                    }
-                }
-                None => T::ZERO,
-            });
-            fill_each(&mut grad_data, |t| {
-                if hits_and_wins(&counts[t]).0 == 0 {
-                    grad_out[t]
-                } else if self_wins(t) {
-                    result_and_share[t][1]
-                } else {
-                    T::ZERO
-                }
+            for &p in &winners {
+                grad_updates[p] = share[targets[p].get()];
+            }
+            // With self, an element no update reached has self as its one
+            // winner (its result is data's); without, an element some
+            // update reached has a winning update (its result is one).
+            fill_each(&mut grad_data, |t| match (include_self, won[t]) {
+                (true, _) if self_wins(t) => share[t],
+                (false, 0) => grad_out[t],
+                _ => T::ZERO,
             });
         }
         Kind::Prod => {
