@@ -149,6 +149,15 @@ pub(crate) const STREAM_CHUNK: usize = 16;
 /// each other.)
 pub(crate) const STREAM_AHEAD: usize = 1024;
 
+/// Above this many bytes of targets per index row, a scatter's row loop
+/// asks for each target a few updates ahead: the targets are then mostly outside L2,
+/// and an update's read of its target no longer waits in the queue of the
+/// core's out-of-order window (16M updates into 1M f32, max: 1.2x faster).
+pub(crate) const PREFETCH_TARGETS_ABOVE: usize = 1 << 20;
+
+/// How many updates ahead a scatter's row loop asks for a target.
+pub(crate) const TARGET_AHEAD: usize = 16;
+
 /// Prefetch into L2 the lines of the [`STREAM_CHUNK`] indices and updates
 /// from element `at` on (those that exist): two lines of indices, one or two
 /// of updates. Each line is asked for by one element, in straight-line code.

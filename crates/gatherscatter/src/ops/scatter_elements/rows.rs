@@ -7,9 +7,14 @@
 //! order as a serial loop: results are bit-identical for any thread count
 //! (spec §2.6–2.7).
 
+use std::ops::Range;
+
 use crate::index::AxisRule;
 use crate::mem::parallel;
-use crate::mem::prefetch::{prefetch_items, prefetch_streams, STREAM_AHEAD, STREAM_CHUNK};
+use crate::mem::prefetch::{
+    prefetch_item, prefetch_items, prefetch_streams, PREFETCH_TARGETS_ABOVE, STREAM_AHEAD,
+    STREAM_CHUNK, TARGET_AHEAD,
+};
 use crate::mem::uninit::Slot;
 use crate::reduction::Combine;
 use crate::shape::{strides, IndexRows, RowBases};
@@ -131,37 +136,121 @@ fn apply_rows<W: Clone, C: Combine<W>>(
     indices: &[i64],
     updates: &[W],
 ) -> Result<(), usize> {
+    let row_len = g.indices_shape[g.indices_shape.len() - 1];
+    let span = rows.first * row_len..rows.end * row_len;
+    apply_span::<W, C>(out, offset, g, span, indices, updates)
+}
+
+/// Apply the updates at flat positions `span` of the indices (whole index
+/// rows or not) to `out`, which holds the output from element `offset` on.
+pub(super) fn apply_span<W: Clone, C: Combine<W>>(
+    out: &mut [W],
+    offset: usize,
+    g: &Geometry<'_>,
+    span: Range<usize>,
+    indices: &[i64],
+    updates: &[W],
+) -> Result<(), usize> {
     let rank = g.indices_shape.len();
     let row_len = g.indices_shape[rank - 1];
+    if span.is_empty() {
+        return Ok(());
+    }
     let axis = g.rule.axis;
-    let bases = RowBases::new(g.indices_shape, g.data_shape, axis).starting_at(rows.first);
+    let size = g.rule.size;
+    let first_row = span.start / row_len;
+    let bases = RowBases::new(g.indices_shape, g.data_shape, axis).starting_at(first_row);
     let axis_stride = strides(g.data_shape)[axis];
-    for (row, base) in (rows.first..rows.end).zip(bases) {
-        let start = row * row_len;
-        let idx = &indices[start..start + row_len];
-        let upd = &updates[start..start + row_len];
+    let prefetch = size * axis_stride * std::mem::size_of::<W>() > PREFETCH_TARGETS_ABOVE;
+    for (row, base) in (first_row..span.end.div_ceil(row_len)).zip(bases) {
+        let row_start = row * row_len;
+        let (from, to) = (span.start.max(row_start), span.end.min(row_start + row_len));
+        let idx = &indices[from..to];
+        let upd = &updates[from..to];
+        // The column of the row's first update here: targets off the last
+        // axis are `i * axis_stride + column`.
+        let column = from - row_start;
         let target = &mut out[base - offset..];
         let chunks = idx.chunks(STREAM_CHUNK).zip(upd.chunks(STREAM_CHUNK));
+        let row_idx = idx;
         for (c, (idx, upd)) in chunks.enumerate() {
             let first = c * STREAM_CHUNK;
-            prefetch_streams(indices, updates, start + first + STREAM_AHEAD);
-            if axis == rank - 1 {
-                for (k, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                    let cell = target[..g.rule.size].get_mut(g.rule.position(v));
-                    C::combine(cell.ok_or(start + first + k)?, u);
-                }
-            } else {
-                for (k, (&v, u)) in idx.iter().zip(upd).enumerate() {
-                    let i = g.rule.position(v);
-                    if i >= g.rule.size {
-                        return Err(start + first + k);
-                    }
-                    C::combine(&mut target[i * axis_stride + first + k], u);
-                }
+            prefetch_streams(indices, updates, from + first + STREAM_AHEAD);
+            let run = Run {
+                ahead: &row_idx[first..],
+                rule: g.rule,
+                axis_stride,
+                column: column + first,
+                position: from + first,
+            };
+            match (axis == rank - 1, prefetch) {
+                (true, false) => run.apply::<W, C, true, false>(target, idx, upd)?,
+                (true, true) => run.apply::<W, C, true, true>(target, idx, upd)?,
+                (false, false) => run.apply::<W, C, false, false>(target, idx, upd)?,
+                (false, true) => run.apply::<W, C, false, true>(target, idx, upd)?,
             }
         }
     }
     Ok(())
+}
+
+/// A run of one index row's updates: where its targets are.
+struct Run<'a> {
+    /// The row's indices from the run's first on, to look ahead in.
+    ahead: &'a [i64],
+    rule: &'a AxisRule,
+    /// Data's stride along the axis.
+    axis_stride: usize,
+    /// The column (position in its index row) of the run's first update.
+    column: usize,
+    /// The flat position in the indices of the run's first update.
+    position: usize,
+}
+
+impl Run<'_> {
+    /// Combine each of `upd` into its target in `target` (the output from
+    /// the row's base on); one loop per axis kind and prefetch choice.
+    #[inline(always)]
+    fn apply<W: Clone, C: Combine<W>, const ALONG_LAST: bool, const PREFETCH: bool>(
+        &self,
+        target: &mut [W],
+        idx: &[i64],
+        upd: &[W],
+    ) -> Result<(), usize> {
+        let size = self.rule.size;
+        let target = if ALONG_LAST {
+            &mut target[..size]
+        } else {
+            target
+        };
+        // Along the last axis a target is `i`, else `i * axis_stride + column`.
+        let cell = |k: usize, i: usize| {
+            if ALONG_LAST {
+                i
+            } else {
+                i * self.axis_stride + self.column + k
+            }
+        };
+        for (k, (&v, u)) in idx.iter().zip(upd).enumerate() {
+            if PREFETCH {
+                if let Some(&ahead) = self.ahead.get(k + TARGET_AHEAD) {
+                    let i = self.rule.position(ahead);
+                    if let Some(item) = target.get(cell(k + TARGET_AHEAD, i)).filter(|_| i < size) {
+                        prefetch_item(item);
+                    }
+                }
+            }
+            let i = self.rule.position(v);
+            if ALONG_LAST {
+                C::combine(target.get_mut(i).ok_or(self.position + k)?, u);
+            } else if i < size {
+                C::combine(&mut target[cell(k, i)], u);
+            } else {
+                return Err(self.position + k);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Each task owns columns `[c0, c1)` of every output row (rows of the last

@@ -10,7 +10,10 @@
 
 use crate::dtype::DType;
 use crate::mem::parallel;
-use crate::mem::prefetch::{prefetch_streams, STREAM_AHEAD, STREAM_CHUNK};
+use crate::mem::prefetch::{
+    prefetch_item, prefetch_streams, PREFETCH_TARGETS_ABOVE, STREAM_AHEAD, STREAM_CHUNK,
+    TARGET_AHEAD,
+};
 use crate::ops::copy_into;
 use crate::ops::scatter_elements::{scatter, Geometry};
 use crate::reduction::Combine;
@@ -238,10 +241,21 @@ fn apply_rows<T: Clone, C: Combine<T>, Y: Cell>(
             // ScatterElements (a target's value and cell indexed alike).
             let values = &mut part[row_base..row_base + rule.size];
             let cells = &mut cells[row_base..row_base + rule.size];
+            let prefetch = rule.size * std::mem::size_of::<(T, Y)>() > PREFETCH_TARGETS_ABOVE;
             for (c, (idx, upd)) in chunks.enumerate() {
                 let first = c * STREAM_CHUNK;
                 prefetch_streams(indices, updates, start + first + STREAM_AHEAD);
+                let ahead = &indices[start + first..start + row_len];
                 for (k, (&v, u)) in idx.iter().zip(upd).enumerate() {
+                    if prefetch {
+                        if let Some(&a) = ahead.get(k + TARGET_AHEAD) {
+                            let i = rule.position(a);
+                            if let (Some(value), Some(cell)) = (values.get(i), cells.get(i)) {
+                                prefetch_item(value);
+                                prefetch_item(cell);
+                            }
+                        }
+                    }
                     let i = rule.position(v);
                     let (Some(acc), Some(cell)) = (values.get_mut(i), cells.get_mut(i)) else {
                         return Err(start + first + k);
