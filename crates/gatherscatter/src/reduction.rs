@@ -171,6 +171,14 @@ pub trait Combine<T> {
     /// Whether [`Combine::finish`] does anything, so kernels can skip the pass.
     const FINISHES: bool = false;
 
+    /// Whether a run of updates may be cut in pieces, each folded into its
+    /// own copy of the starting values, and the copies combined in order,
+    /// with the serial fold's result bit for bit. True for `max` and `min`:
+    /// they are associative, and folding the starting values in a second
+    /// time changes nothing (a NaN result is the first NaN of the run, and
+    /// the starting value comes first in both).
+    const SPLITS: bool = false;
+
     /// The value of an empty segment when the caller gives none: the
     /// product's identity (1) for [`MulOp`], else `None` for zero (what
     /// pytorch_scatter writes for sum, mean, max and min).
@@ -242,12 +250,14 @@ impl<T: Order> Combine<T> for MaxOp {
     fn combine(acc: &mut T, update: &T) {
         T::max(acc, update)
     }
+    const SPLITS: bool = true;
 }
 impl<T: Order> Combine<T> for MinOp {
     #[inline]
     fn combine(acc: &mut T, update: &T) {
         T::min(acc, update)
     }
+    const SPLITS: bool = true;
 }
 impl<T: Sum + Average> Combine<T> for MeanOp {
     #[inline]

@@ -15,14 +15,32 @@ use pool::in_pool;
 use proptest::prelude::*;
 
 /// Runs `f` with 1, 2, 3 and 5 threads and checks every result equals the
-/// single-threaded one, bit for bit (Debug formatting keeps NaN payloads).
+/// single-threaded one, bit for bit.
 fn same_for_every_thread_count(f: impl Fn() -> Tensor + Send + Sync) -> Tensor {
     let one = in_pool(1, &f);
     for threads in [2, 3, 5] {
         let many = in_pool(threads, &f);
-        assert_eq!(format!("{many:?}"), format!("{one:?}"), "{threads} threads");
+        assert_eq!(exact(&many), exact(&one), "{threads} threads");
     }
     one
+}
+
+/// A tensor's shape and values as text that tells every bit apart: float
+/// values by their bits, as Debug prints every NaN alike.
+fn exact(t: &Tensor) -> String {
+    match (t.data::<f32>(), t.data::<f64>()) {
+        (Some(v), _) => format!(
+            "{:?} {:?}",
+            t.shape(),
+            v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        ),
+        (_, Some(v)) => format!(
+            "{:?} {:?}",
+            t.shape(),
+            v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        ),
+        _ => format!("{t:?}"),
+    }
 }
 
 fn floats(len: usize, seed: u64) -> Vec<f32> {
@@ -158,6 +176,105 @@ fn scatters_too_few_slabs_to_split_match_the_reference() {
             );
         }
     }
+}
+
+/// Max and min with many more updates than output elements, on one slab:
+/// tasks fold runs of the updates into copies of data and merge them.
+/// NaNs with distinct payloads and both zeros in data and updates: the
+/// first NaN a target meets is its result, +0 beats -0, on every thread
+/// count, along the last axis and along axis 0 of short rows.
+#[test]
+fn max_and_min_split_among_tasks_match_the_reference() {
+    for (shape, axis) in [(vec![2_000], 0), (vec![2_000, 3], 0)] {
+        let len: usize = shape.iter().product();
+        let data = Tensor::new(shape.clone(), with_specials(floats(len, 3), 5)).unwrap();
+        let mut idx_shape = shape.clone();
+        idx_shape[axis] = 150_000;
+        let n: usize = idx_shape.iter().product();
+        // Hashed, so that targets meet NaNs from more than one task's run.
+        let idx_values = hashed_indices(n, shape[axis]);
+        let upd_values = with_specials(floats(n, 19), 7);
+        let idx = Tensor::new(idx_shape.clone(), idx_values.clone()).unwrap();
+        let updates = Tensor::new(idx_shape.clone(), upd_values.clone()).unwrap();
+        for reduction in [Reduction::Max, Reduction::Min] {
+            let out = same_for_every_thread_count(|| {
+                ScatterElements::new(axis as i64)
+                    .reduction(reduction)
+                    .run(&data, &idx, &updates)
+                    .unwrap()
+            });
+            let expected =
+                reference_scatter(&data, &idx_values, &idx_shape, &upd_values, axis, reduction);
+            assert_eq!(exact(&out), exact(&expected), "{shape:?}, {reduction:?}");
+        }
+    }
+}
+
+/// An out-of-range index in a later run of a split scatter, or in several
+/// runs, is reported at the first position a serial loop meets.
+#[test]
+fn a_split_scatter_names_the_first_bad_index_in_order() {
+    let data = Tensor::new(vec![1000], floats(1000, 1)).unwrap();
+    let n = 600_000;
+    for bad in [vec![590_000], vec![200_000, 450_000], vec![10, 599_999]] {
+        let mut values = indices(n, 1000, 3);
+        for &p in &bad {
+            values[p] = 1000 + p as i64;
+        }
+        let idx = Tensor::new(vec![n], values).unwrap();
+        let updates = Tensor::new(vec![n], floats(n, 2)).unwrap();
+        for threads in [1, 2, 3] {
+            let err = in_pool(threads, || {
+                ScatterElements::new(0)
+                    .reduction(Reduction::Max)
+                    .run(&data, &idx, &updates)
+                    .unwrap_err()
+            });
+            let message = err.to_string();
+            assert!(
+                message.contains(&(1000 + bad[0]).to_string()),
+                "{threads} threads, bad at {bad:?}: {message}"
+            );
+        }
+    }
+}
+
+/// `len` indices in `[-size, size)`, hashed (splitmix64).
+fn hashed_indices(len: usize, size: usize) -> Vec<i64> {
+    (0..len as u64)
+        .map(|i| {
+            let mut z = i.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            (z % (2 * size as u64)) as i64 - size as i64
+        })
+        .collect()
+}
+
+/// `values` with every `every`-th element replaced in turn by a quiet NaN
+/// of one of two payloads, +0 or -0.
+fn with_specials(mut values: Vec<f32>, every: usize) -> Vec<f32> {
+    let specials = [
+        f32::from_bits(0x7fc0_0001),
+        f32::from_bits(0xffc0_0002),
+        0.0,
+        -0.0,
+    ];
+    for (k, v) in values
+        .iter_mut()
+        .enumerate()
+        .filter(|(k, _)| k % every == 0)
+    {
+        // Sparse NaNs: most targets end on a number, some on each payload.
+        let pick = (k / every) % 97;
+        if pick < 4 {
+            *v = specials[pick];
+        } else if pick < 40 {
+            *v = specials[2 + pick % 2];
+        }
+    }
+    values
 }
 
 /// Naive-reference scatter with `reduction` on f32.

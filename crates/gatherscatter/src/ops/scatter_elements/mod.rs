@@ -5,6 +5,7 @@
 //! `t = p with p[axis] := idx(indices[p])`.
 
 mod rows;
+mod split;
 
 use std::mem::MaybeUninit;
 

@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 
+use super::split::scatter_split;
 use crate::index::AxisRule;
 use crate::mem::parallel;
 use crate::mem::prefetch::{
@@ -53,7 +54,10 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
     // every output row (W7-like fan-in along an outer axis).
     let by_columns =
         axis < rank - 1 && last >= MIN_COLUMNS_PER_TASK * tasks && slabs < tasks.max(2);
-    if slabs >= tasks && !by_columns {
+    // A single slab (a one-dim scatter, or any along axis 0) goes to the
+    // serial loop or to tasks that split the updates, even when the output
+    // is too small to split: the updates may still be many.
+    if slabs >= tasks && slabs > 1 && !by_columns {
         // Split by the dims before the axis: each task owns whole slabs.
         let per_task = slabs.div_ceil(tasks);
         return parallel::try_for_each_chunk(out, per_task * slab, |task, dst| {
@@ -68,6 +72,9 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
         return scatter_by_columns::<W, O, C>(data, out, g, indices, updates, tasks, true);
     }
     let out = O::init_from(out, data);
+    if let Some(done) = scatter_split::<W, C>(data, out, g, indices, updates) {
+        return done;
+    }
     apply_rows::<W, C>(out, 0, g, IndexRows::all(g.indices_shape), indices, updates)
 }
 
