@@ -144,14 +144,32 @@ impl OnScalars for BagTask<'_> {
             Aggregate::Amax | Aggregate::Amin => {
                 // Each bag column's share (g over its tying entries), then
                 // every entry that ties takes it: nothing per entry is held.
-                let share = self.winner_shares(out, grad_out, &takes_part, &row)?;
-                let ahead = |j: usize| prefetch_items(row(j));
+                // A bag without two ties in a column names its one winner
+                // per column, so its rows are not read again.
+                let w = self.winners(out, grad_out, &takes_part, &row)?;
+                let ahead = |j: usize| {
+                    if w.tied[bag_of[j]] {
+                        prefetch_items(row(j))
+                    }
+                };
                 add_rows(weight.len(), dim, entries, &takes_part, ahead, |j, acc| {
-                    let at = bag_of[j] * dim..(bag_of[j] + 1) * dim;
-                    let columns = acc.iter_mut().zip(row(j)).zip(&out[at.clone()]);
-                    for (((a, &x), &o), &s) in columns.zip(&share[at]) {
-                        if x.ties(o) {
-                            *a = *a + s;
+                    let b = bag_of[j];
+                    let at = b * dim..(b + 1) * dim;
+                    if w.tied[b] {
+                        let columns = acc.iter_mut().zip(row(j)).zip(&out[at.clone()]);
+                        for (((a, &x), &o), &s) in columns.zip(&w.share[at]) {
+                            if x.ties(o) {
+                                *a = *a + s;
+                            }
+                        }
+                    } else {
+                        // Past u32 it names no first (those are below MAX).
+                        let seat = u32::try_from(j - bounds[b]).unwrap_or(u32::MAX);
+                        let columns = acc.iter_mut().zip(&w.first[at.clone()]);
+                        for ((a, &first), &s) in columns.zip(&w.share[at]) {
+                            if first == seat {
+                                *a = *a + s;
+                            }
                         }
                     }
                 })?
@@ -203,41 +221,62 @@ impl OnScalars for BagTask<'_> {
 }
 
 impl BagTask<'_> {
-    /// For amax and amin: each bag column's `grad_out` divided by how many
-    /// of the bag's entries tie its result (bags in parallel).
-    fn winner_shares<'w, T: Scalar>(
+    /// For amax and amin, in one read of each bag's rows: each bag
+    /// column's `grad_out` divided by how many of the bag's entries tie its
+    /// result, the first of them (its seat in the bag), and whether any
+    /// column of the bag has two or more (bags in parallel).
+    fn winners<'w, T: Scalar>(
         &self,
         out: &[T],
         grad_out: &[T],
         takes_part: &(dyn Fn(usize) -> bool + Sync),
         row: &(dyn Fn(usize) -> &'w [T] + Sync),
-    ) -> Result<Vec<T>> {
+    ) -> Result<Winners<T>> {
         let (dim, bounds) = (self.dim.max(1), &self.plan.bounds);
-        let mut share = super::zeroed(grad_out.len())?;
-        let bags_per_task = bounds
-            .len()
-            .div_ceil(parallel::tasks(std::mem::size_of_val(grad_out) * 4, bounds.len()).max(1))
-            .max(1);
-        parallel::for_each_chunk(&mut share, bags_per_task * dim, |task, part| {
-            let mut winners = vec![0u32; dim];
-            for (k, shares) in part.chunks_exact_mut(dim).enumerate() {
-                let b = task * bags_per_task + k;
+        let bags = bounds.len().saturating_sub(1);
+        let mut w = Winners {
+            share: super::zeroed(grad_out.len())?,
+            first: super::zeroed(grad_out.len())?,
+            tied: super::zeroed(bags)?,
+        };
+        let tasks = parallel::tasks(std::mem::size_of_val(grad_out) * 4, bags);
+        let per_task = bags.div_ceil(tasks.max(1)).max(1);
+        let pieces: Vec<_> = w
+            .share
+            .chunks_mut(per_task * dim)
+            .zip(w.first.chunks_mut(per_task * dim))
+            .zip(w.tied.chunks_mut(per_task))
+            .collect();
+        let Ok(()) = parallel::try_for_each_list(pieces, |task, ((share, first), tied)| {
+            let mut count = vec![0u32; dim];
+            let per_bag = share.chunks_exact_mut(dim).zip(first.chunks_exact_mut(dim));
+            for (k, ((shares, first), tied)) in per_bag.zip(tied.iter_mut()).enumerate() {
+                let b = task * per_task + k;
                 let at = b * dim..(b + 1) * dim;
-                winners.fill(0);
+                count.fill(0);
+                first.fill(u32::MAX);
                 for j in (bounds[b]..bounds[b + 1]).filter(|&j| takes_part(j)) {
                     if j + ENTRIES_AHEAD < bounds[bounds.len() - 1] {
                         prefetch_items(row(j + ENTRIES_AHEAD));
                     }
-                    for ((w, &x), &o) in winners.iter_mut().zip(row(j)).zip(&out[at.clone()]) {
-                        *w += u32::from(x.ties(o));
+                    // A seat past u32 marks the bag tied: its rows are read.
+                    let seat = u32::try_from(j - bounds[b]).unwrap_or(u32::MAX);
+                    let columns = count.iter_mut().zip(first.iter_mut()).zip(row(j));
+                    for (((n, f), &x), &o) in columns.zip(&out[at.clone()]) {
+                        // Selects, not branches: a tie is a coin toss per column.
+                        let tie = x.ties(o);
+                        *f = if tie & (*n == 0) { seat } else { *f };
+                        *n += u32::from(tie);
                     }
                 }
-                for ((s, &g), &w) in shares.iter_mut().zip(&grad_out[at]).zip(&winners) {
-                    *s = g.over(w.max(1) as usize);
+                *tied = count.iter().any(|&n| n > 1) || first.contains(&u32::MAX);
+                for ((s, &g), &n) in shares.iter_mut().zip(&grad_out[at]).zip(&count) {
+                    *s = g.over(n.max(1) as usize);
                 }
             }
+            Ok::<(), std::convert::Infallible>(())
         });
-        Ok(share)
+        Ok(w)
     }
 
     fn shares<'g, T: Scalar>(
@@ -261,6 +300,18 @@ impl BagTask<'_> {
         }
         Ok(std::borrow::Cow::Owned(share))
     }
+}
+
+/// What [`BagTask::winners`] finds for amax and amin, per bag column
+/// (`share`, `first`) and per bag (`tied`).
+struct Winners<T> {
+    /// `grad_out` over the number of entries that tie the result.
+    share: Vec<T>,
+    /// The seat in its bag of the first entry that ties.
+    first: Vec<u32>,
+    /// Some column has two or more entries that tie (or none at all, or a
+    /// seat past `u32`): entries of this bag read their rows to know.
+    tied: Vec<bool>,
 }
 
 /// The bag of each entry.
