@@ -210,6 +210,51 @@ fn max_and_min_split_among_tasks_match_the_reference() {
     }
 }
 
+/// ScatterReduce amax and amin without `self` split the same way, each
+/// task with its own cells: a target takes the first value that reaches
+/// it, then folds the rest in order; one that no update reaches keeps
+/// data's value. Against a naive loop, NaN payloads and zeros included.
+#[test]
+fn scatter_reduce_max_and_min_without_self_split_among_tasks_match_the_reference() {
+    use gatherscatter::{Aggregate, ScatterReduce};
+    let size = 3_000;
+    let data_values = with_specials(floats(size, 3), 5);
+    let data = Tensor::new(vec![size], data_values.clone()).unwrap();
+    // Enough updates for five tasks on five threads.
+    let n = 400_000;
+    // Targets 3 mod 4 are never named, so they keep data's value; targets
+    // 2 mod 4 only in the second half, so the first tasks never reach them
+    // and later tasks' values meet in the merge.
+    let idx_values: Vec<i64> = hashed_indices(n, size)
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| match v.rem_euclid(size as i64) % 4 {
+            3 => v - 2,
+            2 if k < n / 2 => v - 1,
+            _ => v,
+        })
+        .collect();
+    let upd_values = with_specials(floats(n, 19), 7);
+    let idx = Tensor::new(vec![n], idx_values.clone()).unwrap();
+    let updates = Tensor::new(vec![n], upd_values.clone()).unwrap();
+    for (reduce, name) in [(Aggregate::Amax, "max"), (Aggregate::Amin, "min")] {
+        let op = ScatterReduce::new(0, reduce).include_self(false);
+        let out = same_for_every_thread_count(|| op.run(&data, &idx, &updates).unwrap());
+        let mut expected = data_values.clone();
+        let mut reached = vec![false; size];
+        for (&v, u) in idx_values.iter().zip(&upd_values) {
+            let t = v.rem_euclid(size as i64) as usize;
+            expected[t] = if std::mem::replace(&mut reached[t], true) {
+                f32::reduce(name, &expected[t], u).unwrap()
+            } else {
+                *u
+            };
+        }
+        let expected = Tensor::new(vec![size], expected).unwrap();
+        assert_eq!(exact(&out), exact(&expected), "{name}");
+    }
+}
+
 /// An out-of-range index in a later run of a split scatter, or in several
 /// runs, is reported at the first position a serial loop meets.
 #[test]
