@@ -10,6 +10,7 @@ mod split;
 use std::mem::MaybeUninit;
 
 pub(crate) use self::rows::{scatter, Geometry};
+pub(crate) use self::split::split_tasks;
 
 use crate::display::Dims;
 use crate::dtype::{DType, Element};

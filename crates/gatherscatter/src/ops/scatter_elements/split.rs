@@ -16,6 +16,18 @@ use crate::reduction::Combine;
 /// Fewer updates than this per task do not pay for a copy of the output.
 const MIN_UPDATES_PER_TASK: usize = 1 << 16;
 
+/// How many tasks should fold runs of the updates into copies of an
+/// output of `out_len` elements: `None` for fewer than two (one thread,
+/// or too few updates per task), or when the copies would outnumber the
+/// updates, as each copy costs a pass over the output that the updates it
+/// takes off the first task must outweigh.
+pub(crate) fn split_tasks<W>(out_len: usize, indices: &[i64], updates: &[W]) -> Option<usize> {
+    let n = indices.len();
+    let work = std::mem::size_of_val(indices) + std::mem::size_of_val(updates);
+    let tasks = parallel::one_task_per_thread(work, n / MIN_UPDATES_PER_TASK);
+    (tasks >= 2 && out_len.saturating_mul(tasks - 1) <= n).then_some(tasks)
+}
+
 /// Where one task folds its run: the output itself, or a copy of it.
 enum Fold<'a, W> {
     Output(&'a mut [W]),
@@ -38,14 +50,7 @@ pub(super) fn scatter_split<W: Clone + Send + Sync, C: Combine<W>>(
     if !C::SPLITS {
         return None;
     }
-    let n = indices.len();
-    let work = std::mem::size_of_val(indices) + std::mem::size_of_val(updates);
-    let tasks = parallel::one_task_per_thread(work, n / MIN_UPDATES_PER_TASK);
-    // Each copy costs a pass over the output: it must be outweighed by the
-    // updates it takes off the first task.
-    if tasks < 2 || out.len().saturating_mul(tasks - 1) > n {
-        return None;
-    }
+    let tasks = split_tasks(out.len(), indices, updates)?;
     let mut copies = Vec::new();
     copies.try_reserve_exact(tasks - 1).ok()?;
     for _ in 1..tasks {

@@ -9,11 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{apply_span, Cell, Stop, Tally};
 use crate::mem::parallel;
-use crate::ops::scatter_elements::Geometry;
+use crate::ops::scatter_elements::{split_tasks, Geometry};
 use crate::reduction::Combine;
-
-/// Fewer updates than this per task do not pay for a copy of the output.
-const MIN_UPDATES_PER_TASK: usize = 1 << 16;
 
 /// One task's fold: where its values go (the output or a copy of it), and
 /// which of them its run reached.
@@ -45,11 +42,7 @@ pub(super) fn scatter_split<T: Clone + Send + Sync, C: Combine<T>, Y: Cell + Syn
         return None;
     }
     let n = indices.len();
-    let work = std::mem::size_of_val(indices) + std::mem::size_of_val(updates);
-    let tasks = parallel::one_task_per_thread(work, n / MIN_UPDATES_PER_TASK);
-    if tasks < 2 || out.len().saturating_mul(tasks - 1) > n {
-        return None;
-    }
+    let tasks = split_tasks(out.len(), indices, updates)?;
     let mut folds = Vec::new();
     folds.try_reserve_exact(tasks).ok()?;
     folds.push(Fold {
