@@ -128,12 +128,16 @@ impl IndexRows {
         let rank = indices_shape.len();
         let prefixes = indices_shape[..axis].iter().product::<usize>();
         let rows_per_prefix = indices_shape[axis..rank - 1].iter().product::<usize>();
+        // The prefix's coordinates, read as a position in data's leading dims.
         let slab_of = |prefix: usize| -> usize {
-            let coords = unravel(prefix, &indices_shape[..axis]);
-            coords
-                .iter()
-                .zip(&data_shape[..axis])
-                .fold(0, |acc, (&c, &d)| acc * d + c)
+            let (mut rest, mut slab, mut stride) = (prefix, 0, 1);
+            for (&n, &d) in indices_shape[..axis].iter().zip(&data_shape[..axis]).rev() {
+                let n = n.max(1);
+                slab += rest % n * stride;
+                rest /= n;
+                stride *= d;
+            }
+            slab
         };
         // slab_of is increasing, as indices' dims are no larger than data's.
         let first_at_least = |slab: usize| -> usize {
@@ -155,9 +159,80 @@ impl IndexRows {
     }
 }
 
+/// Dims, strides or coordinates of up to this many axes are kept inline.
+const INLINE_RANK: usize = 8;
+
+/// A short list of `usize` (dims, strides, coordinates): inline up to
+/// [`INLINE_RANK`] entries, on the heap beyond. The shape walks run on every
+/// call, and on a small call their allocations cost more than the copying.
+#[derive(Clone)]
+pub(crate) enum SmallDims {
+    Inline([usize; INLINE_RANK], usize),
+    Heap(Vec<usize>),
+}
+
+impl SmallDims {
+    /// `len` copies of `value`.
+    pub(crate) fn filled(value: usize, len: usize) -> SmallDims {
+        if len <= INLINE_RANK {
+            SmallDims::Inline([value; INLINE_RANK], len)
+        } else {
+            SmallDims::Heap(vec![value; len])
+        }
+    }
+
+    pub(crate) fn from_slice(values: &[usize]) -> SmallDims {
+        let mut dims = SmallDims::filled(0, values.len());
+        dims.copy_from_slice(values);
+        dims
+    }
+
+    /// `values` followed by `last`.
+    pub(crate) fn pushed(values: &[usize], last: usize) -> SmallDims {
+        let mut dims = SmallDims::filled(last, values.len() + 1);
+        dims[..values.len()].copy_from_slice(values);
+        dims
+    }
+}
+
+impl std::ops::Deref for SmallDims {
+    type Target = [usize];
+
+    fn deref(&self) -> &[usize] {
+        match self {
+            SmallDims::Inline(dims, len) => &dims[..*len],
+            SmallDims::Heap(dims) => dims,
+        }
+    }
+}
+
+impl std::ops::DerefMut for SmallDims {
+    fn deref_mut(&mut self) -> &mut [usize] {
+        match self {
+            SmallDims::Inline(dims, len) => &mut dims[..*len],
+            SmallDims::Heap(dims) => dims,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a SmallDims {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl std::fmt::Debug for SmallDims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// Row-major strides of a shape whose element count is known to fit `usize`.
-pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1usize; shape.len()];
+pub(crate) fn strides(shape: &[usize]) -> SmallDims {
+    let mut strides = SmallDims::filled(1, shape.len());
     for d in (0..shape.len().saturating_sub(1)).rev() {
         strides[d] = strides[d + 1].wrapping_mul(shape[d + 1]);
     }
@@ -173,10 +248,10 @@ pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
 /// larger than data's (the axis excepted), so every offset is in bounds.
 #[derive(Debug, Clone)]
 pub(crate) struct RowBases {
-    lead_shape: Vec<usize>,
+    lead_shape: SmallDims,
     /// Data strides of the leading dims, 0 for the axis.
-    lead_strides: Vec<usize>,
-    coord: Vec<usize>,
+    lead_strides: SmallDims,
+    coord: SmallDims,
     base: usize,
     remaining: usize,
 }
@@ -184,14 +259,19 @@ pub(crate) struct RowBases {
 impl RowBases {
     pub(crate) fn new(indices_shape: &[usize], data_shape: &[usize], axis: usize) -> RowBases {
         let rank = indices_shape.len();
-        let data_strides = strides(data_shape);
-        let lead_shape = indices_shape[..rank - 1].to_vec();
-        let lead_strides = (0..rank - 1)
-            .map(|d| if d == axis { 0 } else { data_strides[d] })
-            .collect();
+        let mut lead_strides = strides(&data_shape[..rank - 1]);
+        // strides of the leading dims alone, scaled by the last dim's size.
+        for (d, stride) in lead_strides.iter_mut().enumerate() {
+            *stride = if d == axis {
+                0
+            } else {
+                stride.wrapping_mul(data_shape[rank - 1])
+            };
+        }
+        let lead_shape = SmallDims::from_slice(&indices_shape[..rank - 1]);
         let rows = lead_shape.iter().product();
         RowBases {
-            coord: vec![0; rank - 1],
+            coord: SmallDims::filled(0, rank - 1),
             lead_shape,
             lead_strides,
             base: 0,
@@ -294,6 +374,23 @@ mod tests {
         let bases: Vec<usize> = RowBases::new(&[2, 2, 3], &[3, 2, 4], 2).collect();
         assert_eq!(bases, vec![0, 4, 8, 12]);
         assert_eq!(RowBases::new(&[5], &[7], 0).collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn strides_and_row_bases_hold_past_the_inline_rank() {
+        // Rank 10, beyond the 8 kept inline: the same walk on the heap.
+        let shape = [2, 1, 3, 1, 2, 1, 1, 2, 1, 3];
+        let s = strides(&shape);
+        assert_eq!(&s[..], &[36, 36, 12, 12, 6, 6, 6, 3, 3, 1]);
+        let bases: Vec<usize> = RowBases::new(&shape, &shape, 9).collect();
+        let expected: Vec<usize> = (0..24).map(|r| r * 3).collect();
+        assert_eq!(bases, expected);
+        assert!(matches!(SmallDims::filled(0, 9), SmallDims::Heap(_)));
+        assert!(matches!(SmallDims::filled(0, 8), SmallDims::Inline(..)));
+        assert_eq!(
+            &SmallDims::pushed(&[4; 8], 5)[..],
+            &[4, 4, 4, 4, 4, 4, 4, 4, 5]
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::mem::prefetch::{load_lines, prefetch_items, prefetch_items_to_l2, LIN
 use crate::mem::stream::{store_fence, STREAMING_MIN_BYTES};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::alloc_output;
-use crate::shape::{strides, RowBases};
+use crate::shape::{strides, RowBases, SmallDims};
 use crate::tensor::{TypedTensor, TypedView};
 
 use std::mem::MaybeUninit;
@@ -133,17 +133,16 @@ fn merge_dims_after_axis(
     data_shape: &[usize],
     indices_shape: &[usize],
     axis: usize,
-) -> (Vec<usize>, Vec<usize>) {
+) -> (SmallDims, SmallDims) {
     let after = axis + 1;
     if after + 1 >= data_shape.len() || data_shape[after..] != indices_shape[after..] {
-        return (data_shape.to_vec(), indices_shape.to_vec());
+        return (
+            SmallDims::from_slice(data_shape),
+            SmallDims::from_slice(indices_shape),
+        );
     }
     let merged: usize = data_shape[after..].iter().product();
-    let with_merged = |shape: &[usize]| {
-        let mut shape = shape[..after].to_vec();
-        shape.push(merged);
-        shape
-    };
+    let with_merged = |shape: &[usize]| SmallDims::pushed(&shape[..after], merged);
     (with_merged(data_shape), with_merged(indices_shape))
 }
 
@@ -404,8 +403,13 @@ fn gather_within_row<W: Clone, O: Slot<W>>(
     let bursts = std::mem::size_of_val(next_row)
         .div_ceil(NEXT_ROW_BURST_BYTES)
         .max(1);
-    let piece = indices.len().div_ceil(bursts).max(1);
-    let mut ahead = next_row.chunks(next_row.len().div_ceil(bursts).max(1));
+    // Short rows take one burst: no divisions per row.
+    let share = |len: usize| match bursts {
+        1 => len.max(1),
+        _ => len.div_ceil(bursts).max(1),
+    };
+    let piece = share(indices.len());
+    let mut ahead = next_row.chunks(share(next_row.len()));
     let pieces = dst.chunks_mut(piece).zip(indices.chunks(piece));
     for (c, (dst, idx)) in pieces.enumerate() {
         if let Some(lines) = ahead.next() {
