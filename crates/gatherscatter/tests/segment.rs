@@ -277,6 +277,27 @@ fn bad_coo_index_is_refused_naming_the_id() {
 }
 
 #[test]
+fn coo_ids_are_sorted_within_each_row_and_counted_over_all_rows() {
+    // Two rows of ids: the second starts lower than the first ends (allowed)
+    // and holds the largest id, which sets the segment count.
+    let src = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let index = Tensor::new(vec![2, 3], vec![1i64, 1, 2, 0, 3, 3]).unwrap();
+    let out = SegmentCoo::new(Aggregate::Sum).run(&src, &index).unwrap();
+    assert_eq!(out.shape(), &[2, 4]);
+    assert_eq!(
+        out.data::<f32>().unwrap(),
+        &[0.0, 3.0, 3.0, 0.0, 4.0, 0.0, 0.0, 11.0]
+    );
+    // Out of order in the second row: named with its full position.
+    let bad = Tensor::new(vec![2, 3], vec![0i64, 1, 2, 1, 3, 2]).unwrap();
+    let err = SegmentCoo::new(Aggregate::Sum).run(&src, &bad).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "index is not sorted: index[1, 2] = 2 after 3; segment_coo needs ids non-decreasing along the last dim"
+    );
+}
+
+#[test]
 fn shape_rank_dtype_and_profile_errors_are_refused() {
     let src = f32s(&[2, 3], &[1.0; 6]);
     let sum = SegmentCsr::new(Aggregate::Sum);

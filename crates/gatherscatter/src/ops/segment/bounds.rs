@@ -154,25 +154,27 @@ pub(crate) fn from_index<I: IndexElement>(
     // Every id checked before any is used: sign and order first, then the
     // count (which, unless given, is the largest id + 1).
     let mut largest: Option<i128> = None;
-    for (at, &id) in index.iter().enumerate() {
-        let v = id.to_i128();
-        let position = || format_position(&unravel(at, shape));
-        if v < 0 {
-            return Err(Error::segments(format!(
-                "index{} = {v} is negative; segment ids are >= 0",
-                position()
-            )));
-        }
-        if at % rows > 0 {
-            let before = index[at - 1].to_i128();
+    for (r, ids) in index.chunks(rows.max(1)).enumerate() {
+        // Each row starts its order afresh; the smallest id passes.
+        let mut before = i128::MIN;
+        for (j, &id) in ids.iter().enumerate() {
+            let v = id.to_i128();
+            let position = || format_position(&unravel(r * rows + j, shape));
+            if v < 0 {
+                return Err(Error::segments(format!(
+                    "index{} = {v} is negative; segment ids are >= 0",
+                    position()
+                )));
+            }
             if v < before {
                 return Err(Error::segments(format!(
                     "index is not sorted: index{} = {v} after {before}; segment_coo needs ids non-decreasing along the last dim",
                     position()
                 )));
             }
+            before = v;
         }
-        largest = largest.max(Some(v));
+        largest = largest.max(ids.last().map(|id| id.to_i128()));
     }
     let segments = match segments {
         Some(count) => {
