@@ -8,6 +8,7 @@ use std::fmt;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::mem::parallel;
 use crate::shape::unravel;
 use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
@@ -262,26 +263,57 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
         offsets.resize(n, 0);
         return Ok(offsets);
     }
-    for (t, tuple) in values.chunks_exact(k).enumerate() {
-        let mut offset = 0usize;
-        for (j, &v) in tuple.iter().enumerate() {
-            let axis_rule = AxisRule {
-                axis: rule.first_axis + j,
-                size: rule.dims[j],
-                negative_allowed: rule.negative_allowed,
-            };
-            match axis_rule.resolve(v.to_i128()) {
-                Some(r) => offset += r * rule.strides[j],
-                None => {
-                    return Err(
-                        axis_rule.out_of_range(v.to_i128(), unravel(t * k + j, indices.shape()))
-                    )
-                }
+    offsets.resize(tuples, 0);
+    // Large index tensors are resolved by several tasks, each its own range
+    // of tuples (a million tuples of pairs: most of an element GatherND's
+    // time). A task that meets a bad tuple stops; the first bad component
+    // in row-major order is then found again on this thread.
+    let per_task = tuples
+        .div_ceil(parallel::tasks(std::mem::size_of_val(values), tuples))
+        .max(1);
+    let resolved = parallel::try_for_each_chunk(&mut offsets, per_task, |task, chunk| {
+        let first = task * per_task;
+        let tuples = values[first * k..].chunks_exact(k);
+        for (slot, tuple) in chunk.iter_mut().zip(tuples) {
+            *slot = tuple_offset(tuple, rule).map_err(|_| ())?;
+        }
+        Ok::<(), ()>(())
+    });
+    if resolved.is_err() {
+        for (t, tuple) in values.chunks_exact(k).enumerate() {
+            if let Err(j) = tuple_offset(tuple, rule) {
+                let v = tuple[j].to_i128();
+                return Err(
+                    component_rule(rule, j).out_of_range(v, unravel(t * k + j, indices.shape()))
+                );
             }
         }
-        offsets.push(offset);
     }
     Ok(offsets)
+}
+
+/// The rule of a tuple's `j`-th component.
+fn component_rule(rule: &TupleRule, j: usize) -> AxisRule {
+    AxisRule {
+        axis: rule.first_axis + j,
+        size: rule.dims[j],
+        negative_allowed: rule.negative_allowed,
+    }
+}
+
+/// The element offset of one tuple, or the position of its first component
+/// out of range.
+#[inline]
+fn tuple_offset<I: IndexElement>(
+    tuple: &[I],
+    rule: &TupleRule,
+) -> std::result::Result<usize, usize> {
+    let mut offset = 0usize;
+    for (j, &v) in tuple.iter().enumerate() {
+        let r = component_rule(rule, j).resolve(v.to_i128()).ok_or(j)?;
+        offset += r * rule.strides[j];
+    }
+    Ok(offset)
 }
 
 /// Run `$body` with `$v` bound to a typed view of `$tensor`'s indices, or

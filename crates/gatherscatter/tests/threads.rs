@@ -284,6 +284,54 @@ fn a_split_scatter_names_the_first_bad_index_in_order() {
     }
 }
 
+#[test]
+fn gather_nd_tuples_resolved_by_several_tasks_match_the_reference_and_name_the_first_bad_one() {
+    // 200,000 pairs (3.2 MB of indices, several tasks) into 300 x 500.
+    let (rows, cols, n) = (300usize, 500usize, 200_000usize);
+    let data = Tensor::new(vec![rows, cols], floats(rows * cols, 4)).unwrap();
+    let pairs: Vec<i64> = hashed_indices(n, rows)
+        .into_iter()
+        .zip(hashed_indices(n + 7, cols).into_iter().skip(7))
+        .flat_map(|(r, c)| [r, c])
+        .collect();
+    let idx = Tensor::new(vec![n, 2], pairs.clone()).unwrap();
+    let out = same_for_every_thread_count(|| GatherND::new().run(&data, &idx).unwrap());
+    let values = data.data::<f32>().unwrap();
+    let expected: Vec<u32> = pairs
+        .chunks_exact(2)
+        .map(|p| {
+            let r = (p[0] + rows as i64) as usize % rows;
+            let c = (p[1] + cols as i64) as usize % cols;
+            values[r * cols + c].to_bits()
+        })
+        .collect();
+    let got: Vec<u32> = out
+        .data::<f32>()
+        .unwrap()
+        .iter()
+        .map(|x| x.to_bits())
+        .collect();
+    assert_eq!(got, expected);
+    // Bad components late, in two tasks' ranges, and in a tuple's second slot.
+    for bad in [vec![399_999], vec![120_001, 300_000], vec![7, 399_998]] {
+        let mut broken = pairs.clone();
+        for &p in &bad {
+            broken[p] = 10_000 + p as i64;
+        }
+        let idx = Tensor::new(vec![n, 2], broken).unwrap();
+        for threads in [1, 2, 3] {
+            let err = in_pool(threads, || GatherND::new().run(&data, &idx).unwrap_err());
+            let message = err.to_string();
+            let first = bad[0];
+            let position = format!("[{}, {}]", first / 2, first % 2);
+            assert!(
+                message.contains(&(10_000 + first).to_string()) && message.contains(&position),
+                "{threads} threads, bad at {bad:?}: {message}"
+            );
+        }
+    }
+}
+
 /// `len` indices in `[-size, size)`, hashed (splitmix64).
 fn hashed_indices(len: usize, size: usize) -> Vec<i64> {
     (0..len as u64)
