@@ -23,26 +23,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from bench_python import print_cpu  # noqa: E402
+from bench_reduce import median_time  # noqa: E402
 
 BAR = 1.5
-
-
-def median_time(call, repeat: int) -> float:
-    call()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def ort_session(op: str, inputs: dict, out_shape, threads: int, **attrs):
