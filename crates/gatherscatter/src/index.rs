@@ -27,6 +27,11 @@ pub trait IndexElement: Copy + fmt::Debug + Send + Sync + 'static + sealed::Seal
     /// The slice itself when `Self` is `i64`, so kernels need no copy.
     #[doc(hidden)]
     fn as_i64_slice(values: &[Self]) -> Option<&[i64]>;
+
+    /// The value as `i64`, or `i64::MAX` for a `u64` above it: a plain
+    /// widening for every other type, which loops over slices vectorize.
+    #[doc(hidden)]
+    fn to_i64_or_max(self) -> i64;
 }
 
 macro_rules! index_element {
@@ -37,6 +42,10 @@ macro_rules! index_element {
             #[inline]
             fn to_i128(self) -> i128 {
                 self as i128
+            }
+            #[inline(always)]
+            fn to_i64_or_max(self) -> i64 {
+                i64::try_from(self).unwrap_or(i64::MAX)
             }
             fn as_i64_slice(values: &[Self]) -> Option<&[i64]> {
                 if Self::DTYPE == DType::I64 {
@@ -71,11 +80,116 @@ pub(crate) fn canonical_indices<I: IndexElement>(
     Ok(std::borrow::Cow::Owned(wide))
 }
 
+/// Index values of any index type, read by the fused kernels as canonical
+/// `i64`s (see [`canonical_indices`]): borrowed when they are `i64`, else
+/// widened a chunk at a time into a buffer on the reader's stack. A
+/// whole-tensor copy of narrower indices costs a pass over memory twice
+/// their size, and for a fresh copy its page faults, where these kernels
+/// read each index once.
+#[derive(Clone, Copy)]
+pub(crate) struct WideIndices<'a> {
+    values: &'a dyn Widen,
+}
+
+/// Most indices [`IndexReader::try_chunks`] widens at once: 8 KiB, in L1.
+pub(crate) const WIDEN_CHUNK: usize = 1024;
+
+/// Reads [`WideIndices`] as canonical `i64`s, widening into a buffer of its
+/// own (grown to at most [`WIDEN_CHUNK`], once, not cleared per call: rows
+/// of a few indices each are read one call a row).
+pub(crate) struct IndexReader<'a> {
+    values: &'a dyn Widen,
+    buffer: Vec<i64>,
+}
+
+impl IndexReader<'_> {
+    /// Call `f(offset, chunk)` over `range` in order, `chunk` holding the
+    /// canonical values from `range.start + offset`: the whole range at
+    /// once for `i64` indices, else chunks of at most [`WIDEN_CHUNK`].
+    /// Stops at the first `Err`. `range` must lie inside the indices.
+    #[inline]
+    pub(crate) fn try_chunks<E>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(usize, &[i64]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        if let Some(all) = self.values.as_i64() {
+            return f(0, &all[range]);
+        }
+        let want = range.len().min(WIDEN_CHUNK);
+        if self.buffer.len() < want {
+            self.buffer.resize(want, 0);
+        }
+        let mut offset = 0;
+        while offset < range.len() {
+            let chunk = &mut self.buffer[..(range.len() - offset).min(WIDEN_CHUNK)];
+            self.values.widen(range.start + offset, chunk);
+            f(offset, chunk)?;
+            offset += chunk.len();
+        }
+        Ok(())
+    }
+
+    /// Ask for the values in `range` (clipped to the indices) into L1.
+    pub(crate) fn prefetch(&self, range: std::ops::Range<usize>) {
+        let end = range.end.min(self.values.len());
+        self.values.prefetch(range.start.min(end)..end);
+    }
+}
+
+/// The index slice behind [`WideIndices`], of whichever index type.
+trait Widen: Sync {
+    fn len(&self) -> usize;
+    fn as_i64(&self) -> Option<&[i64]>;
+    /// `into[k] = canonical(values[from + k])`.
+    fn widen(&self, from: usize, into: &mut [i64]);
+    fn prefetch(&self, range: std::ops::Range<usize>);
+}
+
+impl<I: IndexElement> Widen for &[I] {
+    fn len(&self) -> usize {
+        <[I]>::len(self)
+    }
+
+    fn as_i64(&self) -> Option<&[i64]> {
+        I::as_i64_slice(self)
+    }
+
+    fn widen(&self, from: usize, into: &mut [i64]) {
+        let values = &self[from..from + into.len()];
+        for (wide, &v) in into.iter_mut().zip(values) {
+            *wide = canonical(v);
+        }
+    }
+
+    fn prefetch(&self, range: std::ops::Range<usize>) {
+        if let Some(values) = self.get(range) {
+            crate::mem::prefetch::prefetch_items(values);
+        }
+    }
+}
+
+impl<'a> WideIndices<'a> {
+    /// The indices `values` (a reference to the caller's slice: the trait
+    /// object needs a sized value behind it).
+    pub(crate) fn new<I: IndexElement>(values: &'a &'a [I]) -> WideIndices<'a> {
+        WideIndices { values }
+    }
+
+    /// A reader of these indices with its own widening buffer: one per task.
+    pub(crate) fn reader(&self) -> IndexReader<'a> {
+        IndexReader {
+            values: self.values,
+            buffer: Vec::new(),
+        }
+    }
+}
+
 /// The `i64` that stands for `v` in the fused kernels: itself, or
 /// `i64::MAX` (out of range for every axis) for a `u64` above it.
 #[inline(always)]
 fn canonical<I: IndexElement>(v: I) -> i64 {
-    i64::try_from(v.to_i128()).unwrap_or(i64::MAX)
+    v.to_i64_or_max()
 }
 
 /// How index values along one data axis are checked and resolved.

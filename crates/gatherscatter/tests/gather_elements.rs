@@ -621,29 +621,73 @@ fn the_first_bad_index_of_an_outer_axis_gather_is_reported() {
 /// longer ones (40,000 f32s, 160,000 bytes) are gathered in pieces, each
 /// after a burst of the next row. A bad index anywhere in a row (also in a
 /// later piece, or in the last row, which has no next row) is named at its
-/// own position.
+/// own position. Narrower indices are read a chunk of 1024 at a time: the
+/// bad one is also named past the first chunk.
 #[test]
 fn a_bad_index_anywhere_in_a_long_row_is_named_where_it_is() {
-    for cols in [10_000usize, 40_000] {
+    for (cols, index_type) in [
+        (10_000usize, DType::I64),
+        (40_000, DType::I64),
+        (10_000, DType::I32),
+        (40_000, DType::U16),
+    ] {
         let rows = 3usize;
         let data = Tensor::new(vec![rows, cols], vec![1.0f32; rows * cols]).unwrap();
         for bad_at in [[0, cols * 9 / 10], [0, cols / 2 + 3], [2, cols - 1]] {
             let mut raw: Vec<i128> = (0..rows * cols).map(|k| (k % 7) as i128).collect();
             raw[bad_at[0] * cols + bad_at[1]] = cols as i128;
-            let indices = index_tensor(DType::I64, &[rows, cols], &raw);
+            let indices = index_tensor(index_type, &[rows, cols], &raw);
             let run = || GatherElements::new(1).run(&data, &indices);
             names_the_first_bad_index_on_any_pool(run, cols as i128, &bad_at);
         }
     }
 }
 
+/// An outer axis of 4 positions: a column tile spans whole rows of 8192
+/// elements, so narrower indices are widened in several chunks per row; a
+/// bad one in a later chunk is named, and good ones match the reference.
+/// With i16 data the tile is read from a packed strip; with u8 (a 32 KiB
+/// plane) in place.
+#[test]
+fn outer_axis_rows_longer_than_a_widening_chunk_match_the_reference() {
+    fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
+        let (axis, cols) = (4usize, 8192usize);
+        let values: Vec<T> = (0..axis * cols).map(make).collect();
+        let data = Tensor::new(vec![axis, cols], values.clone()).unwrap();
+        let raw: Vec<i128> = (0..3 * cols).map(|k| (k * 7 % 8) as i128 - 4).collect();
+        let want = reference_gather_elements(&values, &[axis, cols], &raw, &[3, cols], 0).unwrap();
+        for index_type in [DType::I32, DType::I8, DType::I64] {
+            let indices = index_tensor(index_type, &[3, cols], &raw);
+            for threads in [1, 2, 3] {
+                let out = in_pool(threads, || GatherElements::new(0).run(&data, &indices));
+                let out = out.unwrap();
+                assert!(
+                    out.data::<T>().unwrap() == &want[..],
+                    "{index_type:?}, {threads}t"
+                );
+            }
+            let mut bad = raw.clone();
+            bad[2 * cols + 5000] = 4;
+            let indices = index_tensor(index_type, &[3, cols], &bad);
+            let run = || GatherElements::new(0).run(&data, &indices);
+            names_the_first_bad_index_on_any_pool(run, 4, &[2, 5000]);
+        }
+    }
+    check::<i16>(|k| (k * 31 % 30_011) as i16);
+    check::<u8>(|k| (k * 37) as u8);
+}
+
 /// Last axis, rows on both sides of the read-through bounds (8 KiB and
-/// 128 KiB, and an index count below the row's lines): 4- and 8-byte
-/// elements, negative indices, fresh and into a buffer, 1-3 threads,
-/// against the naive reference.
+/// 128 KiB, and an index count below the row's lines): 1-, 2-, 4- and
+/// 8-byte elements (each with a vector loop), negative indices, int64 and
+/// int32 indices, fresh and into a buffer, 1-3 threads, against the naive
+/// reference.
 #[test]
 fn long_last_axis_rows_match_reference_whichever_way_they_are_read() {
-    fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
+    fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(
+        make: fn(usize) -> T,
+        index_type: DType,
+    ) {
         let width = std::mem::size_of::<T>();
         let bytes_per_row = [8 << 10, (8 << 10) - 64, 128 << 10, (128 << 10) + 64];
         for row_bytes in bytes_per_row {
@@ -656,7 +700,7 @@ fn long_last_axis_rows_match_reference_whichever_way_they_are_read() {
                 let raw: Vec<i128> = (0..rows * count)
                     .map(|k| ((k * 2_654_435_761) % (2 * cols)) as i128 - cols as i128)
                     .collect();
-                let indices = index_tensor(DType::I64, &[rows, count], &raw);
+                let indices = index_tensor(index_type, &[rows, count], &raw);
                 let want =
                     reference_gather_elements(&values, &[rows, cols], &raw, &[rows, count], 1)
                         .unwrap();
@@ -676,8 +720,13 @@ fn long_last_axis_rows_match_reference_whichever_way_they_are_read() {
             }
         }
     }
-    check::<f32>(|k| k as f32 * 0.5);
-    check::<u64>(|k| (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    check::<f32>(|k| k as f32 * 0.5, DType::I64);
+    check::<u64>(
+        |k| (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        DType::I32,
+    );
+    check::<u16>(|k| (k * 40_503) as u16, DType::I32);
+    check::<i8>(|k| (k * 131) as i8, DType::I64);
 }
 
 proptest! {
