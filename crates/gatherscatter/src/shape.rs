@@ -198,6 +198,7 @@ impl SmallDims {
 impl std::ops::Deref for SmallDims {
     type Target = [usize];
 
+    #[inline]
     fn deref(&self) -> &[usize] {
         match self {
             SmallDims::Inline(dims, len) => &dims[..*len],
@@ -207,6 +208,7 @@ impl std::ops::Deref for SmallDims {
 }
 
 impl std::ops::DerefMut for SmallDims {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [usize] {
         match self {
             SmallDims::Inline(dims, len) => &mut dims[..*len],
@@ -304,15 +306,16 @@ impl Iterator for RowBases {
         }
         self.remaining -= 1;
         let current = self.base;
+        let (coord, shape, strides) = (&mut *self.coord, &*self.lead_shape, &*self.lead_strides);
         // Odometer step: bump the last leading coordinate, carrying leftwards.
-        for d in (0..self.coord.len()).rev() {
-            self.coord[d] += 1;
-            self.base += self.lead_strides[d];
-            if self.coord[d] < self.lead_shape[d] {
+        for ((c, &size), &stride) in coord.iter_mut().zip(shape).zip(strides).rev() {
+            *c += 1;
+            self.base += stride;
+            if *c < size {
                 break;
             }
-            self.base -= self.lead_strides[d] * self.coord[d];
-            self.coord[d] = 0;
+            self.base -= stride * *c;
+            *c = 0;
         }
         Some(current)
     }

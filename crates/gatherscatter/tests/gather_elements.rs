@@ -677,6 +677,30 @@ fn outer_axis_rows_longer_than_a_widening_chunk_match_the_reference() {
     check::<u8>(|k| (k * 37) as u8);
 }
 
+/// Dims of size 1 after the axis are dropped, so the axis is read as the
+/// last one: the result and the position of a bad index are still those
+/// of the full shape, also when indices have fewer positions than data.
+#[test]
+fn an_axis_followed_only_by_size_1_dims_is_read_as_the_last_axis() {
+    let (outer, size, count) = (6usize, 300usize, 40usize);
+    let values: Vec<f32> = (0..outer * size).map(|k| k as f32 * 0.25).collect();
+    let data = Tensor::new(vec![outer, size, 1, 1], values.clone()).unwrap();
+    let raw: Vec<i128> = (0..outer * count)
+        .map(|k| ((k * 7919) % (2 * size)) as i128 - size as i128)
+        .collect();
+    let shape = [outer, count, 1, 1];
+    let want = reference_gather_elements(&values, &[outer, size, 1, 1], &raw, &shape, 1).unwrap();
+    let indices = index_tensor(DType::I32, &shape, &raw);
+    let out = GatherElements::new(1).run(&data, &indices).unwrap();
+    assert_eq!(out.shape(), &shape);
+    assert!(out.data::<f32>().unwrap() == &want[..]);
+    let mut bad = raw.clone();
+    bad[4 * count + 17] = size as i128;
+    let indices = index_tensor(DType::I32, &shape, &bad);
+    let run = || GatherElements::new(1).run(&data, &indices);
+    names_the_first_bad_index_on_any_pool(run, size as i128, &[4, 17, 0, 0]);
+}
+
 /// Last axis, rows on both sides of the read-through bounds (8 KiB and
 /// 128 KiB, and an index count below the row's lines): 1-, 2-, 4- and
 /// 8-byte elements (each with a vector loop), negative indices, int64 and

@@ -129,11 +129,21 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static>(
 /// indices agree on all of them: the same elements in the same order, but
 /// longer rows, and rows that share a data base become consecutive (which
 /// strip packing needs, see [`packs_strips`]).
+///
+/// Trailing dims of size 1 in both are dropped first: with only such dims
+/// after it, the axis is the last one, and its rows are read as the last
+/// axis's are (blocks of one element along an outer axis ran 4.8x slower
+/// than numpy as tiles of one column).
 fn merge_dims_after_axis(
     data_shape: &[usize],
     indices_shape: &[usize],
     axis: usize,
 ) -> (SmallDims, SmallDims) {
+    let mut end = data_shape.len();
+    while end > axis + 1 && data_shape[end - 1] == 1 && indices_shape[end - 1] == 1 {
+        end -= 1;
+    }
+    let (data_shape, indices_shape) = (&data_shape[..end], &indices_shape[..end]);
     let after = axis + 1;
     if after + 1 >= data_shape.len() || data_shape[after..] != indices_shape[after..] {
         return (
@@ -274,8 +284,12 @@ fn gather_tile<'o, W: Clone, O: Slot<W> + 'o>(
     let width = columns.len();
     for (r, (base, dst)) in bases.zip(pieces).enumerate() {
         let at = first + r * row_len + columns.start;
-        let ahead = at + TILE_PREFETCH_ROWS * row_len;
-        indices.prefetch(ahead..ahead + width);
+        if width < row_len {
+            // A tile's rows of indices are a whole row apart; whole rows
+            // follow one another, where the hardware prefetchers run ahead.
+            let ahead = at + TILE_PREFETCH_ROWS * row_len;
+            indices.prefetch(ahead..ahead + width);
+        }
         let packed = strip.packed(data, geometry, base, &columns);
         indices.try_chunks(at..at + width, |offset, idx| {
             let dst = &mut dst[offset..offset + idx.len()];
@@ -323,6 +337,7 @@ impl<W: Clone> Strip<W> {
 
     /// The packed tile `columns` of the axis strip at data `base`, copied
     /// now unless the buffer already holds it.
+    #[inline]
     fn packed(
         &mut self,
         data: &[W],
