@@ -109,6 +109,7 @@ pub mod reduction;
 mod shape;
 pub mod tensor;
 pub mod tensor_view;
+pub mod tuning;
 
 pub use display::Dims;
 pub use dtype::{DType, Element};

@@ -11,3 +11,70 @@ pub(crate) fn avx2_available() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     return false;
 }
+
+/// The size of the last-level cache the first CPU sees, in bytes, read
+/// once from Linux's sysfs; 32 MiB (the L3 of the CPU most thresholds were
+/// measured on, AMD EPYC family 25 model 1) where it cannot be read.
+/// Thresholds that mean "larger than the cache" scale with it.
+pub(crate) fn last_level_cache_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| read_last_level_cache().unwrap_or(MEASURED_LAST_LEVEL_CACHE))
+}
+
+/// The L3 of the CPU the thresholds were first measured on.
+pub(crate) const MEASURED_LAST_LEVEL_CACHE: usize = 32 << 20;
+
+/// The largest data or unified cache in `/sys/devices/system/cpu/cpu0/cache`
+/// (sizes such as `32768K`); `None` off Linux, under Miri, or when no size
+/// parses.
+fn read_last_level_cache() -> Option<usize> {
+    if cfg!(miri) || !cfg!(target_os = "linux") {
+        return None;
+    }
+    let entries = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    let mut largest = None;
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let kind = std::fs::read_to_string(dir.join("type")).unwrap_or_default();
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let size = std::fs::read_to_string(dir.join("size")).unwrap_or_default();
+        if let Some(bytes) = parse_cache_size(size.trim()) {
+            largest = largest.max(Some(bytes));
+        }
+    }
+    largest.filter(|&bytes| bytes > 0)
+}
+
+/// `"32768K"` → 32 MiB; also `M`, `G` and plain bytes.
+fn parse_cache_size(text: &str) -> Option<usize> {
+    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => text.split_at(at),
+        None => (text, ""),
+    };
+    let shift = match unit.trim() {
+        "" => 0,
+        "K" | "KB" | "KiB" => 10,
+        "M" | "MB" | "MiB" => 20,
+        "G" | "GB" | "GiB" => 30,
+        _ => return None,
+    };
+    digits.parse::<usize>().ok()?.checked_mul(1 << shift)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes_read_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("32768K"), Some(32 << 20));
+        assert_eq!(parse_cache_size("512K"), Some(512 << 10));
+        assert_eq!(parse_cache_size("2M"), Some(2 << 20));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        assert_eq!(parse_cache_size("K"), None);
+        assert_eq!(parse_cache_size("12Q"), None);
+        assert!(last_level_cache_bytes() > 0);
+    }
+}

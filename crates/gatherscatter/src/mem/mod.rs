@@ -1,13 +1,15 @@
 //! The low-level layer: memory and CPU code that the kernels share. It never
 //! imports from [`crate::ops`]; the ops build on it (docs/design.md, "Layers").
 //!
-//! - [`cpu`]: the running CPU's features.
+//! - [`cpu`]: the running CPU's features and cache size.
+//! - [`knobs`]: the strategy knobs ([`crate::tuning`]).
 //! - [`parallel`]: how a kernel's output is split across the rayon pool.
 //! - [`prefetch`]: cache hints.
 //! - [`stream`]: non-temporal stores for outputs larger than the cache.
 //! - [`uninit`]: fresh outputs written without being zeroed first.
 
 pub(crate) mod cpu;
+pub mod knobs;
 pub(crate) mod parallel;
 pub(crate) mod prefetch;
 pub(crate) mod stream;

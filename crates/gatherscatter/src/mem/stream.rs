@@ -10,16 +10,33 @@
 
 use std::mem::MaybeUninit;
 
-use super::cpu::avx2_available;
+use super::cpu::{avx2_available, last_level_cache_bytes};
+use super::knobs::Stores;
 
-/// Outputs at least this large take the streaming path: below it the output
-/// probably stays in cache, where the caller reads it next, and streaming
-/// stores would push it out to memory.
-pub(crate) const STREAMING_MIN_BYTES: usize = 8 << 20;
+/// Whether an output of `out_bytes` written in runs of `run_bytes` takes
+/// streaming stores under `stores`. Under [`Stores::Auto`], only outputs
+/// of at least [`streaming_min_bytes`] in runs of at least
+/// [`STREAMING_MIN_RUN`] do.
+pub(crate) fn streams(stores: Stores, out_bytes: usize, run_bytes: usize) -> bool {
+    match stores {
+        Stores::Cached => false,
+        Stores::Streaming => true,
+        Stores::Auto => out_bytes >= streaming_min_bytes() && run_bytes >= STREAMING_MIN_RUN,
+    }
+}
 
-/// Blocks shorter than a cache line gain nothing from streaming stores,
+/// Outputs at least this large take the streaming path under
+/// [`Stores::Auto`]: a quarter of the last-level cache (8 MiB of the
+/// 32 MiB L3 where it was measured). Below it the output probably stays in
+/// cache, where the caller reads it next, and streaming stores would push
+/// it out to memory.
+pub(crate) fn streaming_min_bytes() -> usize {
+    (last_level_cache_bytes() / 4).max(1 << 20)
+}
+
+/// Runs shorter than a cache line gain nothing from streaming stores,
 /// which write whole lines.
-pub(crate) const STREAMING_MIN_BLOCK: usize = 64;
+pub(crate) const STREAMING_MIN_RUN: usize = 64;
 
 mod sealed {
     pub trait Sealed {}

@@ -16,6 +16,8 @@
 use std::mem::MaybeUninit;
 
 use crate::dtype::Element;
+use crate::mem::cpu::{last_level_cache_bytes, MEASURED_LAST_LEVEL_CACHE};
+use crate::mem::knobs::{self, BlockOrder};
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_items, prefetch_items_to_l2, prefetch_line, CacheLevel, LINE};
 #[cfg(target_arch = "x86_64")]
@@ -77,7 +79,8 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     // In source order each task's reads are the denser the fewer tasks
     // share the output, so that order takes one task per thread.
     let per_thread = parallel::one_task_per_thread(dst.len(), blocks);
-    let by_source = reads_in_source_order(src.len(), block_len, per_thread);
+    let order = knobs::in_force().block_order;
+    let by_source = reads_in_source_order(order, src.len(), block_len, per_thread);
     let tasks = if by_source {
         per_thread
     } else {
@@ -160,7 +163,8 @@ impl Lookahead {
     fn new(src_len: usize, block_len: usize, in_source_order: bool) -> Lookahead {
         Lookahead {
             blocks: (PREFETCH_BYTES_AHEAD / block_len.max(1)).clamp(2, 16),
-            to_l2: !in_source_order && src_len > L2_PREFETCH_MIN_SOURCE_BYTES,
+            to_l2: !in_source_order
+                && src_len > beyond_last_level_cache(L2_PREFETCH_MIN_SOURCE_BYTES),
         }
     }
 
@@ -207,6 +211,7 @@ impl Lookahead {
 /// machine measured, are prefetched into L2 (see [`prefetch_items_to_l2`]);
 /// smaller ones, whose rows mostly come from L3 with a short wait, into L1.
 /// (Source order always prefetches into L1; see [`Lookahead::new`].)
+/// Scaled to the running CPU's last-level cache.
 const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 
 /// Source order pays for sources at least this large, beyond the 32 MiB
@@ -222,10 +227,14 @@ const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 /// With L2 prefetches instead, source order on W1 ran 1.8x slower in some
 /// heap layouts (4.6-5.7 ms against 2.4-2.7 into a buffer on one thread),
 /// which had for a while kept it to sources of 128 MiB and more.
+///
+/// Scaled to the running CPU's last-level cache (see
+/// [`beyond_last_level_cache`]); [`BlockOrder`] forces either order.
 const SOURCE_ORDER_MIN_SOURCE_BYTES: usize = 48 << 20;
 
 /// Each task's share of the source (its size over the task count) must be
-/// above this for source order to pay. W1's 64 MiB source split between
+/// above this (scaled to the running CPU's last-level cache) for source
+/// order to pay. W1's 64 MiB source split between
 /// two threads is not: against slot order, within noise in one state of
 /// the machine (into a buffer 2.21-2.50 ms against 2.18-2.59, fresh
 /// 1.33-1.41 against 1.42-1.57) and 1.05x slower fresh in 5 of 6 runs in
@@ -247,10 +256,34 @@ const SOURCE_ORDER_BUCKET_BITS: u32 = 12;
 /// stream that the hardware prefetchers and the memory's open rows serve,
 /// while the output, written with streaming stores, does not wait for
 /// anything. (Measured: see [`SOURCE_ORDER_MIN_SOURCE_BYTES`].)
-fn reads_in_source_order(src_len: usize, block_len: usize, tasks: usize) -> bool {
-    src_len >= SOURCE_ORDER_MIN_SOURCE_BYTES
-        && src_len / tasks.max(1) > SOURCE_ORDER_MIN_BYTES_PER_TASK
-        && block_len >= SOURCE_ORDER_MIN_BLOCK
+fn reads_in_source_order(
+    order: BlockOrder,
+    src_len: usize,
+    block_len: usize,
+    tasks: usize,
+) -> bool {
+    match order {
+        BlockOrder::Output => false,
+        BlockOrder::Source => true,
+        BlockOrder::Auto => {
+            src_len >= source_order_min_source_bytes()
+                && src_len / tasks.max(1) > beyond_last_level_cache(SOURCE_ORDER_MIN_BYTES_PER_TASK)
+                && block_len >= SOURCE_ORDER_MIN_BLOCK
+        }
+    }
+}
+
+/// The smallest source [`BlockOrder::Auto`] reads in source order, on
+/// this CPU.
+pub(crate) fn source_order_min_source_bytes() -> usize {
+    beyond_last_level_cache(SOURCE_ORDER_MIN_SOURCE_BYTES)
+}
+
+/// A size `measured` past the 32 MiB L3 where it was measured, scaled to
+/// this CPU's last-level cache.
+fn beyond_last_level_cache(measured: usize) -> usize {
+    let scaled = measured as u128 * last_level_cache_bytes() as u128;
+    usize::try_from(scaled / MEASURED_LAST_LEVEL_CACHE as u128).unwrap_or(usize::MAX)
 }
 
 /// The slots of a chunk of `chunk_len` bytes (whole blocks of `block_len`),
@@ -591,45 +624,82 @@ mod tests {
         assert!(!ok(24, 1 << 40), "more source blocks than 32 bits count");
     }
 
-    /// A source large enough for the source-order path, split across
-    /// threads when the caller runs in a pool.
+    /// The automatic rule, in multiples of this CPU's last-level cache
+    /// (the figures in the messages are for the 32 MiB L3 measured).
     #[test]
-    #[cfg_attr(miri, ignore = "64 MiB of source is too slow under Miri")]
-    fn fill_blocks_in_source_order_matches_slot_order() {
+    fn source_order_is_chosen_for_sources_past_the_cache_with_few_tasks_and_long_rows() {
+        let auto = |src_len, block_len, tasks| {
+            reads_in_source_order(BlockOrder::Auto, src_len, block_len, tasks)
+        };
+        let min = source_order_min_source_bytes();
+        let per_task = beyond_last_level_cache(SOURCE_ORDER_MIN_BYTES_PER_TASK);
         let block_len = SOURCE_ORDER_MIN_BLOCK;
-        assert!(reads_in_source_order(48 << 20, block_len, 1));
-        assert!(!reads_in_source_order(48 << 20, block_len, 2));
-        assert!(!reads_in_source_order(48 << 20, 128, 1));
-        assert!(reads_in_source_order(64 << 20, 1024, 1), "W1, one thread");
-        assert!(!reads_in_source_order(64 << 20, 1024, 2), "W1, two threads");
+        assert!(auto(min, block_len, 1), "48 MiB, one task");
         assert!(
-            !reads_in_source_order(32 << 20, 512, 1),
-            "W8's 32 MiB source"
+            !auto(min - 1, block_len, 1),
+            "the source within reach of the cache"
         );
-        // Just over two tasks' minimum: source order on one and two tasks.
-        let src_blocks = 2 * SOURCE_ORDER_MIN_BYTES_PER_TASK / block_len + 1;
-        assert!(reads_in_source_order(src_blocks * block_len, block_len, 2));
-        assert!(!reads_in_source_order(src_blocks * block_len, block_len, 3));
+        assert!(!auto(min, block_len / 2, 1), "rows too short");
+        assert!(auto(2 * per_task + 2, block_len, 2), "over 32 MiB a task");
+        assert!(!auto(2 * per_task, block_len, 2), "32 MiB a task");
+        if last_level_cache_bytes() == MEASURED_LAST_LEVEL_CACHE {
+            assert!(auto(64 << 20, 1024, 1), "W1, one thread");
+            assert!(!auto(64 << 20, 1024, 2), "W1, two threads");
+            assert!(!auto(32 << 20, 512, 1), "W8's 32 MiB source");
+        }
+        for (src_len, block_len, tasks) in [(1 << 40, 1 << 20, 64), (1, 1, 1)] {
+            assert!(reads_in_source_order(
+                BlockOrder::Source,
+                src_len,
+                block_len,
+                tasks
+            ));
+            assert!(!reads_in_source_order(
+                BlockOrder::Output,
+                src_len,
+                block_len,
+                tasks
+            ));
+        }
+    }
+
+    /// Both orders, forced, on a small source (the automatic rule takes
+    /// source order only past the cache): on the calling thread (under
+    /// Miri too), and split across pools of 1-3 threads.
+    #[test]
+    fn fill_blocks_in_source_order_matches_slot_order() {
+        let block_len = 48;
+        let src_blocks = 700;
         let src: Vec<u8> = (0..src_blocks * block_len)
             .map(|v| (v % 253) as u8)
             .collect();
-        let listed: Vec<usize> = (0..40_000)
-            .map(|k| (k * 104_729 + 7) % src_blocks)
-            .collect();
+        let count = if cfg!(miri) { 300 } else { 8_000 };
+        let listed: Vec<usize> = (0..count).map(|k| (k * 104_729 + 7) % src_blocks).collect();
         let len = listed.len() * block_len;
         let expected = expected_blocks(&src, block_len, &listed, len);
-        for threads in [1, 2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("a small pool");
-            let mut dst = vec![0xAAu8; len];
-            pool.install(|| {
-                fill_blocks(&mut dst, &src, block_len, |first| {
-                    listed.iter().copied().skip(first)
+        // Rayon's worker threads trip Stacked Borrows inside crossbeam-epoch.
+        let pools: &[usize] = if cfg!(miri) { &[] } else { &[1, 2, 3] };
+        for order in [BlockOrder::Source, BlockOrder::Output] {
+            let tuning = knobs::Tuning::AUTO.with_block_order(order);
+            let fill = |dst: &mut [u8]| {
+                knobs::scoped(tuning, || {
+                    fill_blocks(dst, &src, block_len, |first| {
+                        listed.iter().copied().skip(first)
+                    })
                 })
-            });
-            assert!(dst == expected, "{threads} threads");
+            };
+            let mut dst = vec![0xAAu8; len];
+            fill(&mut dst);
+            assert!(dst == expected, "{order:?}, the calling thread");
+            for &threads in pools {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("a small pool");
+                let mut dst = vec![0xAAu8; len];
+                pool.install(|| fill(&mut dst));
+                assert!(dst == expected, "{order:?}, {threads} threads");
+            }
         }
     }
 
@@ -648,14 +718,16 @@ mod tests {
     }
 
     #[test]
-    fn sources_beyond_the_l3_are_prefetched_into_l2_eight_kib_ahead_in_output_order() {
-        let w1 = Lookahead::new(64 << 20, 1024, false);
+    fn sources_beyond_the_last_level_cache_are_prefetched_into_l2_eight_kib_ahead_in_output_order()
+    {
+        let cache = last_level_cache_bytes();
+        let w1 = Lookahead::new(2 * cache, 1024, false);
         assert!(w1.to_l2);
         assert_eq!(w1.blocks, 8);
-        let w1_by_source = Lookahead::new(64 << 20, 1024, true);
+        let w1_by_source = Lookahead::new(2 * cache, 1024, true);
         assert!(!w1_by_source.to_l2);
         assert_eq!(w1_by_source.blocks, 8);
-        let w8 = Lookahead::new(32 << 20, 512, false);
+        let w8 = Lookahead::new(cache, 512, false);
         assert!(!w8.to_l2);
         assert_eq!(w8.blocks, 16);
         assert_eq!(Lookahead::new(0, 1 << 20, false).blocks, 2);

@@ -4,10 +4,10 @@
 use super::{blocks, GatherPlan};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
-use crate::mem::parallel;
 use crate::mem::prefetch;
 use crate::mem::stream;
 use crate::mem::uninit::{self, Slot};
+use crate::mem::{knobs, parallel};
 use crate::ops::alloc_output;
 use crate::tensor::{TypedTensor, TypedView};
 use std::mem::MaybeUninit;
@@ -64,14 +64,14 @@ fn fresh_blocks<T: Element>(
 }
 
 /// The block size in bytes when the output takes the streaming path: rows
-/// of a plain type at least a cache line long, into an output larger than
-/// the cache (see [`crate::mem::stream`]).
+/// of a plain type, under the stores in force (see
+/// [`crate::mem::stream::streams`]).
 fn streamed_block_bytes<T: Element>(plan: &GatherPlan) -> Option<usize> {
     let block_bytes = plan.inner.checked_mul(std::mem::size_of::<T>())?;
     let out_bytes = plan.output_len.checked_mul(std::mem::size_of::<T>())?;
-    let large =
-        block_bytes >= stream::STREAMING_MIN_BLOCK && out_bytes >= stream::STREAMING_MIN_BYTES;
-    (large && T::as_bytes(&[]).is_some()).then_some(block_bytes)
+    let stores = knobs::in_force().stores;
+    let streamed = out_bytes > 0 && stream::streams(stores, out_bytes, block_bytes);
+    (streamed && T::as_bytes(&[]).is_some()).then_some(block_bytes)
 }
 
 /// Write the whole output into `out`, of `plan.output_len` elements.

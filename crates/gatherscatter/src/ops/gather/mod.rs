@@ -7,6 +7,7 @@
 mod blocks;
 mod copy;
 
+pub(crate) use self::blocks::source_order_min_source_bytes;
 use self::copy::{execute, fill};
 use crate::display::Dims;
 use crate::dtype::{DType, Element};

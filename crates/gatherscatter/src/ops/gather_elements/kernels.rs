@@ -4,9 +4,10 @@
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::index::{first_bad_index, AxisRule, IndexElement, IndexReader, WideIndices};
+use crate::mem::knobs;
 use crate::mem::parallel;
 use crate::mem::prefetch::{load_lines, prefetch_items, prefetch_items_to_l2, LINE};
-use crate::mem::stream::{store_fence, STREAMING_MIN_BYTES};
+use crate::mem::stream::{self, store_fence};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::alloc_output;
 use crate::shape::{strides, RowBases, SmallDims};
@@ -15,6 +16,7 @@ use crate::tensor::{TypedTensor, TypedView};
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
+use super::word_gather::{vector_row, VectorRow};
 use super::ElementsPlan;
 
 pub(super) fn execute<T: Element, I: IndexElement>(
@@ -92,12 +94,16 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static>(
     let row_len = indices_shape[indices_shape.len() - 1];
     let rows = out.len() / row_len;
     let innermost = axis == indices_shape.len() - 1;
+    let tuning = knobs::in_force();
     let packed = !innermost && packs_strips::<W>(indices_shape, rule.size, row_len, axis);
     let geometry = RowGeometry {
         row_len,
         axis_stride: strides(data_shape)[axis],
         innermost,
-        streaming: std::mem::size_of_val(out) >= STREAMING_MIN_BYTES,
+        // Rows' words are stored one by one; the vector loops align their
+        // own runs of streaming stores, so no run length is asked for.
+        streaming: stream::streams(tuning.stores, std::mem::size_of_val(out), usize::MAX),
+        vector: innermost && vector_row::<W, O>(tuning.word_gather).is_some(),
         tile: outer_axis_tile::<W>(rule.size, packed),
         packed,
         axis_size: rule.size,
@@ -195,6 +201,8 @@ struct RowGeometry {
     innermost: bool,
     /// The output is larger than the cache: vector loops store past it.
     streaming: bool,
+    /// Along the last axis, rows of words take the vector loop.
+    vector: bool,
     tile: usize,
     /// Outer axis: column tiles are read from packed strips.
     packed: bool,
@@ -222,7 +230,10 @@ fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static>(
     } = *geometry;
     if innermost {
         // Innermost axis: each row reads one contiguous data row at random offsets.
-        let vector = vector_row::<W, O>();
+        let vector = match geometry.vector {
+            true => vector_row::<W, O>(knobs::WordGather::Vector),
+            false => None,
+        };
         let mut bases = bases.peekable();
         let mut fill_rows = || {
             for (r, dst) in out.chunks_exact_mut(row_len).enumerate() {
@@ -397,7 +408,7 @@ const LOAD_ROW_MIN_BYTES: usize = 8 << 10;
 /// clamping each load and flagging bad indices per chunk, measured slower
 /// on W4 than this checked load.)
 #[allow(clippy::too_many_arguments)]
-fn gather_within_row<W: Clone, O: Slot<W>>(
+pub(super) fn gather_within_row<W: Clone, O: Slot<W>>(
     row: &[W],
     next_row: &[W],
     rule: &AxisRule,
@@ -448,31 +459,6 @@ fn gather_within_row<W: Clone, O: Slot<W>>(
         })?;
     }
     Ok(())
-}
-
-/// A vector loop for one row of words: writes `dst[j] = row[indices[j]]`
-/// (each negative index shifted by the given amount, streaming stores if
-/// asked) for a prefix of `dst`, and returns its length (0 when the CPU
-/// cannot run it). See [`super::avx2`].
-type VectorRow<W, O> = fn(&[W], &[i64], i64, &mut [O], bool) -> usize;
-
-/// The vector loop for words of type `W` in slots `O`, if there is one:
-/// 4- and 8-byte words (f32, i32, u32, f64, i64, u64). (Loops for 1- and
-/// 2-byte words, gathering 4 bytes and keeping the low ones, measured no
-/// faster than the scalar loop on AMD EPYC family 25 model 1: 1.1-1.6x
-/// slower for bytes, -15% to +50% for 2-byte words, inside the noise.)
-fn vector_row<W: 'static, O: 'static>() -> Option<VectorRow<W, O>> {
-    use super::avx2::{gather_u32s, gather_u64s};
-    let kernels: [&dyn std::any::Any; 4] = [
-        &(gather_u32s::<u32> as VectorRow<u32, u32>),
-        &(gather_u32s::<MaybeUninit<u32>> as VectorRow<u32, MaybeUninit<u32>>),
-        &(gather_u64s::<u64> as VectorRow<u64, u64>),
-        &(gather_u64s::<MaybeUninit<u64>> as VectorRow<u64, MaybeUninit<u64>>),
-    ];
-    kernels
-        .into_iter()
-        .find_map(|kernel| kernel.downcast_ref::<VectorRow<W, O>>())
-        .copied()
 }
 
 /// `dst[j] = data[start + i_j * axis_stride + j]` for the positions `i_j`
@@ -612,14 +598,6 @@ mod tests {
             reference(&data, &indices, axis),
             "{data_shape:?} {indices_shape:?} axis {axis}"
         );
-    }
-
-    #[test]
-    fn the_vector_loops_serve_both_kinds_of_output() {
-        assert!(vector_row::<u32, u32>().is_some());
-        assert!(vector_row::<u32, MaybeUninit<u32>>().is_some());
-        assert!(vector_row::<u64, MaybeUninit<u64>>().is_some());
-        assert!(vector_row::<u16, MaybeUninit<u16>>().is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod avx2;
 mod kernels;
+pub(crate) mod word_gather;
 
 use self::kernels::{execute, fill};
 use crate::dtype::{DType, Element};

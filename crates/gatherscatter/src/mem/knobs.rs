@@ -1,0 +1,361 @@
+//! The strategy knobs. Where two kernel strategies compete, `Auto` lets
+//! the library choose for the running CPU and the call's sizes; the other
+//! values force one, for tests and benchmarks. Every strategy writes the
+//! same result; only the speed differs.
+//!
+//! A [`Tuning`] is in force process-wide ([`set_global`], or the
+//! `GATHERSCATTER_TUNING` environment variable read at first use) or for
+//! the calls one thread makes ([`scoped`]). Kernels read it once per call,
+//! on the calling thread, before they split work across the pool.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::error::{Error, Result};
+
+/// How outputs larger than the cache are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Stores {
+    /// Streaming stores for outputs past a quarter of the last-level
+    /// cache, in rows of at least a cache line; ordinary stores otherwise.
+    #[default]
+    Auto,
+    /// Ordinary stores, always.
+    Cached,
+    /// Streaming (non-temporal) stores wherever a kernel has them, at any
+    /// size. On targets other than x86-64 they are ordinary stores.
+    Streaming,
+}
+
+/// How GatherElements reads 4- and 8-byte words along the last axis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WordGather {
+    /// Whichever of the two a short measurement on first use found faster
+    /// on this CPU, for each word size.
+    #[default]
+    Auto,
+    /// One load per element.
+    Scalar,
+    /// The CPU's gather instructions (AVX2 `vpgather`), when it has them;
+    /// the scalar loop when it does not.
+    Vector,
+}
+
+/// The order in which Gather copies rows into an output that takes
+/// streaming stores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BlockOrder {
+    /// Source order for sources past 1.5x the last-level cache with rows
+    /// of at least 256 bytes, split into few tasks; output order otherwise.
+    #[default]
+    Auto,
+    /// Each task copies its rows in output order.
+    Output,
+    /// Each task copies its rows in the order they sit in the source (and
+    /// takes one task per thread), whenever the order table can be built.
+    Source,
+}
+
+/// The strategy knobs together; [`Tuning::AUTO`] (the default) forces
+/// nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Tuning {
+    /// How large outputs are written.
+    pub stores: Stores,
+    /// How GatherElements reads words along the last axis.
+    pub word_gather: WordGather,
+    /// Gather's row order into streamed outputs.
+    pub block_order: BlockOrder,
+}
+
+/// The environment variable read at first use: `Tuning`'s text form.
+pub const TUNING_VARIABLE: &str = "GATHERSCATTER_TUNING";
+
+const STORES: [(Stores, &str); 3] = [
+    (Stores::Auto, "auto"),
+    (Stores::Cached, "cached"),
+    (Stores::Streaming, "streaming"),
+];
+const WORD_GATHERS: [(WordGather, &str); 3] = [
+    (WordGather::Auto, "auto"),
+    (WordGather::Scalar, "scalar"),
+    (WordGather::Vector, "vector"),
+];
+const BLOCK_ORDERS: [(BlockOrder, &str); 3] = [
+    (BlockOrder::Auto, "auto"),
+    (BlockOrder::Output, "output"),
+    (BlockOrder::Source, "source"),
+];
+
+fn name_of<T: PartialEq + Copy>(table: &[(T, &'static str)], value: T) -> &'static str {
+    table
+        .iter()
+        .find(|(v, _)| *v == value)
+        .map_or("auto", |(_, name)| name)
+}
+
+fn position<T: PartialEq + Copy>(table: &[(T, &str)], value: T) -> u32 {
+    table.iter().position(|(v, _)| *v == value).unwrap_or(0) as u32
+}
+
+fn value_of<T: Copy>(table: &[(T, &str)], knob: &str, name: &str) -> Result<T> {
+    let found = table.iter().find(|(_, n)| *n == name).map(|(v, _)| *v);
+    found.ok_or_else(|| Error::BadAttribute {
+        message: format!(
+            "tuning: {knob}={name:?} is not one of {}",
+            table.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ")
+        ),
+    })
+}
+
+impl Tuning {
+    /// Every knob on `Auto`.
+    pub const AUTO: Tuning = Tuning {
+        stores: Stores::Auto,
+        word_gather: WordGather::Auto,
+        block_order: BlockOrder::Auto,
+    };
+
+    /// This tuning with `stores` set.
+    pub fn with_stores(mut self, stores: Stores) -> Tuning {
+        self.stores = stores;
+        self
+    }
+
+    /// This tuning with `word_gather` set.
+    pub fn with_word_gather(mut self, word_gather: WordGather) -> Tuning {
+        self.word_gather = word_gather;
+        self
+    }
+
+    /// This tuning with `block_order` set.
+    pub fn with_block_order(mut self, block_order: BlockOrder) -> Tuning {
+        self.block_order = block_order;
+        self
+    }
+
+    /// Every combination of forced values (no `Auto`): the strategies a
+    /// correctness test runs whichever this CPU would choose.
+    pub fn every_forced() -> Vec<Tuning> {
+        let mut all = Vec::new();
+        for &(stores, _) in &STORES[1..] {
+            for &(word_gather, _) in &WORD_GATHERS[1..] {
+                for &(block_order, _) in &BLOCK_ORDERS[1..] {
+                    all.push(Tuning {
+                        stores,
+                        word_gather,
+                        block_order,
+                    });
+                }
+            }
+        }
+        all
+    }
+
+    /// Read the text form, comma-separated `knob=value` pairs in any order:
+    /// `stores` (`auto`, `cached`, `streaming`), `word_gather` (`auto`,
+    /// `scalar`, `vector`), `block_order` (`auto`, `output`, `source`).
+    /// Knobs left out are `auto`; the empty string is [`Tuning::AUTO`].
+    ///
+    /// # Errors
+    /// [`Error::BadAttribute`] naming an unknown knob or value.
+    ///
+    /// ```
+    /// use gatherscatter::tuning::{Stores, Tuning};
+    /// let t = Tuning::parse("stores=streaming").unwrap();
+    /// assert_eq!(t, Tuning::AUTO.with_stores(Stores::Streaming));
+    /// assert_eq!(t.to_string(), "stores=streaming,word_gather=auto,block_order=auto");
+    /// assert!(Tuning::parse("stores=fast").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Tuning> {
+        let mut tuning = Tuning::AUTO;
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (knob, value) = pair.split_once('=').ok_or_else(|| Error::BadAttribute {
+                message: format!("tuning: {pair:?} is not knob=value"),
+            })?;
+            let (knob, value) = (knob.trim(), value.trim());
+            match knob {
+                "stores" => tuning.stores = value_of(&STORES, knob, value)?,
+                "word_gather" => tuning.word_gather = value_of(&WORD_GATHERS, knob, value)?,
+                "block_order" => tuning.block_order = value_of(&BLOCK_ORDERS, knob, value)?,
+                _ => {
+                    return Err(Error::BadAttribute {
+                        message: format!(
+                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order)"
+                        ),
+                    })
+                }
+            }
+        }
+        Ok(tuning)
+    }
+
+    /// The tuning that `GATHERSCATTER_TUNING` names: `Ok(None)` when it is
+    /// unset.
+    ///
+    /// # Errors
+    /// As [`Tuning::parse`], or [`Error::BadAttribute`] for a value that is
+    /// not Unicode.
+    pub fn from_env() -> Result<Option<Tuning>> {
+        match std::env::var(TUNING_VARIABLE) {
+            Ok(text) => Tuning::parse(&text).map(Some),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::BadAttribute {
+                message: format!("tuning: {TUNING_VARIABLE} is not Unicode"),
+            }),
+        }
+    }
+
+    fn encode(self) -> u32 {
+        position(&STORES, self.stores)
+            | position(&WORD_GATHERS, self.word_gather) << 2
+            | position(&BLOCK_ORDERS, self.block_order) << 4
+    }
+
+    fn decode(bits: u32) -> Tuning {
+        let field = |shift: u32| ((bits >> shift) & 3) as usize;
+        Tuning {
+            stores: STORES.get(field(0)).map_or(Stores::Auto, |s| s.0),
+            word_gather: WORD_GATHERS.get(field(2)).map_or(WordGather::Auto, |s| s.0),
+            block_order: BLOCK_ORDERS.get(field(4)).map_or(BlockOrder::Auto, |s| s.0),
+        }
+    }
+}
+
+impl std::fmt::Display for Tuning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stores={},word_gather={},block_order={}",
+            name_of(&STORES, self.stores),
+            name_of(&WORD_GATHERS, self.word_gather),
+            name_of(&BLOCK_ORDERS, self.block_order)
+        )
+    }
+}
+
+impl std::str::FromStr for Tuning {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Tuning> {
+        Tuning::parse(text)
+    }
+}
+
+/// The process-wide tuning, encoded; `UNREAD` until the environment has
+/// been read.
+static GLOBAL: AtomicU32 = AtomicU32::new(UNREAD);
+const UNREAD: u32 = u32::MAX;
+
+thread_local! {
+    static SCOPED: Cell<Option<Tuning>> = const { Cell::new(None) };
+}
+
+/// The process-wide tuning: the last [`set_global`], else what
+/// `GATHERSCATTER_TUNING` names, else [`Tuning::AUTO`]. (A variable that
+/// does not parse counts as unset; [`Tuning::from_env`] reports why.)
+pub fn global() -> Tuning {
+    let bits = GLOBAL.load(Ordering::Relaxed);
+    if bits != UNREAD {
+        return Tuning::decode(bits);
+    }
+    let from_env = Tuning::from_env().ok().flatten().unwrap_or_default();
+    // A concurrent `set_global` wins over the environment.
+    match GLOBAL.compare_exchange(
+        UNREAD,
+        from_env.encode(),
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    ) {
+        Ok(_) => from_env,
+        Err(set) => Tuning::decode(set),
+    }
+}
+
+/// Put `tuning` in force for the whole process, except on threads inside
+/// [`scoped`].
+pub fn set_global(tuning: Tuning) {
+    GLOBAL.store(tuning.encode(), Ordering::Relaxed);
+}
+
+/// Run `f` with `tuning` in force for the calls this thread makes (the
+/// kernels' pool threads included), then restore what was in force, also
+/// when `f` panics.
+///
+/// ```
+/// use gatherscatter::tuning::{self, Stores, Tuning};
+/// let forced = Tuning::AUTO.with_stores(Stores::Streaming);
+/// let seen = tuning::scoped(forced, tuning::in_force);
+/// assert_eq!(seen, forced);
+/// ```
+pub fn scoped<R>(tuning: Tuning, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Tuning>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPED.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SCOPED.with(|s| s.replace(Some(tuning))));
+    f()
+}
+
+/// The tuning in force for a call made from this thread: the innermost
+/// [`scoped`] one, else [`global`].
+pub fn in_force() -> Tuning {
+    SCOPED.with(Cell::get).unwrap_or_else(global)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tuning_survives_its_encoding_and_its_text() {
+        let mut all = Tuning::every_forced();
+        all.push(Tuning::AUTO);
+        all.push(Tuning::AUTO.with_block_order(BlockOrder::Source));
+        assert_eq!(Tuning::every_forced().len(), 8);
+        for t in all {
+            assert_eq!(Tuning::decode(t.encode()), t);
+            assert_eq!(Tuning::parse(&t.to_string()).unwrap(), t);
+            assert_ne!(t.encode(), UNREAD);
+        }
+    }
+
+    #[test]
+    fn the_text_form_takes_any_order_and_spacing_and_names_what_it_refuses() {
+        let t = Tuning::parse(" block_order = source , word_gather=scalar ").unwrap();
+        assert_eq!(
+            t,
+            Tuning::AUTO
+                .with_block_order(BlockOrder::Source)
+                .with_word_gather(WordGather::Scalar)
+        );
+        assert_eq!(Tuning::parse("").unwrap(), Tuning::AUTO);
+        for (bad, named) in [
+            ("stores", "knob=value"),
+            ("speed=high", "speed"),
+            ("stores=fast", "fast"),
+            ("word_gather=avx", "scalar, vector"),
+        ] {
+            let message = Tuning::parse(bad).unwrap_err().to_string();
+            assert!(message.contains(named), "{bad}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_scoped_tuning_holds_inside_and_is_restored_after_a_panic() {
+        let forced = Tuning::AUTO.with_stores(Stores::Cached);
+        let before = in_force();
+        assert_eq!(scoped(forced, in_force), forced);
+        let inner = Tuning::AUTO.with_word_gather(WordGather::Vector);
+        assert_eq!(scoped(forced, || scoped(inner, in_force)), inner);
+        let caught = std::panic::catch_unwind(|| scoped(forced, || panic!("inside")));
+        assert!(caught.is_err());
+        assert_eq!(in_force(), before);
+    }
+}

@@ -1,0 +1,174 @@
+//! Which loop reads rows of 4- and 8-byte words along the last axis: the
+//! AVX2 gathers ([`super::avx2`]) or the scalar loop. Gather instructions
+//! are fast on some CPUs and microcoded on others, so under
+//! [`WordGather::Auto`] the choice is a measurement: on first use, each
+//! word size times both loops on rows that sit in L2, through the kernel's
+//! own row function, and keeps the faster for the process.
+
+use std::mem::MaybeUninit;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use super::kernels::gather_within_row;
+use crate::index::{AxisRule, WideIndices};
+use crate::mem::cpu::avx2_available;
+use crate::mem::knobs::WordGather;
+use crate::mem::uninit::Slot;
+
+/// A vector loop for one row of words: writes `dst[j] = row[indices[j]]`
+/// (each negative index shifted by the given amount, streaming stores if
+/// asked) for a prefix of `dst`, and returns its length (0 when the CPU
+/// cannot run it). See [`super::avx2`].
+pub(super) type VectorRow<W, O> = fn(&[W], &[i64], i64, &mut [O], bool) -> usize;
+
+/// The vector loop for words of type `W` in slots `O`, if there is one and
+/// `choice` takes it: 4- and 8-byte words (f32, i32, u32, f64, i64, u64).
+/// (Loops for 1- and 2-byte words, gathering 4 bytes and keeping the low
+/// ones, measured no faster than the scalar loop on AMD EPYC family 25
+/// model 1: 1.1-1.6x slower for bytes, -15% to +50% for 2-byte words,
+/// inside the noise.)
+pub(super) fn vector_row<W: 'static, O: 'static>(choice: WordGather) -> Option<VectorRow<W, O>> {
+    let kernel = any_vector_row::<W, O>()?;
+    let taken = match choice {
+        WordGather::Scalar => false,
+        WordGather::Vector => true,
+        WordGather::Auto => measured(std::mem::size_of::<W>()).is_some_and(|m| m.vector_wins()),
+    };
+    taken.then_some(kernel)
+}
+
+fn any_vector_row<W: 'static, O: 'static>() -> Option<VectorRow<W, O>> {
+    use super::avx2::{gather_u32s, gather_u64s};
+    let kernels: [&dyn std::any::Any; 4] = [
+        &(gather_u32s::<u32> as VectorRow<u32, u32>),
+        &(gather_u32s::<MaybeUninit<u32>> as VectorRow<u32, MaybeUninit<u32>>),
+        &(gather_u64s::<u64> as VectorRow<u64, u64>),
+        &(gather_u64s::<MaybeUninit<u64>> as VectorRow<u64, MaybeUninit<u64>>),
+    ];
+    kernels
+        .into_iter()
+        .find_map(|kernel| kernel.downcast_ref::<VectorRow<W, O>>())
+        .copied()
+}
+
+/// What the first-use measurement found for one word size: the fastest
+/// of [`ROUNDS`] timings of each loop over the same rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Measured {
+    /// The scalar loop's best time.
+    pub scalar: Duration,
+    /// The vector loop's best time.
+    pub vector: Duration,
+}
+
+impl Measured {
+    /// Whether `auto` takes the vector loop: unless the scalar loop was at
+    /// least 10% faster. Ties go to the vector loop, which led on every
+    /// last-axis shape measured on AMD EPYC family 25 model 1 (1.0-1.4x,
+    /// 4- and 8-byte words, rows of 64 to 4096), where the measurement of
+    /// 8-byte words came out within 10% either way in 2 of 7 runs.
+    pub(crate) fn vector_wins(self) -> bool {
+        self.scalar.as_nanos() * 10 >= self.vector.as_nanos() * 9
+    }
+}
+
+/// Rounds of the measurement, the two loops alternating.
+const ROUNDS: usize = 3;
+/// The measured rows: 16 rows of 4096 words (16 or 32 KiB each, past L1;
+/// 256 or 512 KiB in all, within L2 or at its edge), each read by 4096
+/// random indices, as in a last-axis gather of a larger tensor. A loop
+/// takes 0.06-0.2 ms; the whole measurement, allocation included, 2-4 ms.
+const ROWS: usize = 16;
+const ROW_WORDS: usize = 4096;
+
+/// The measurement for `word_bytes`-byte words (4 or 8), made on first
+/// call; `None` for other sizes, without AVX2, and under Miri (which
+/// cannot time; the vector loop is then taken when compiled in).
+pub(crate) fn measured(word_bytes: usize) -> Option<Measured> {
+    static FOUR: OnceLock<Option<Measured>> = OnceLock::new();
+    static EIGHT: OnceLock<Option<Measured>> = OnceLock::new();
+    if cfg!(miri) {
+        return avx2_available().then_some(Measured {
+            scalar: Duration::from_nanos(1),
+            vector: Duration::ZERO,
+        });
+    }
+    match word_bytes {
+        4 => *FOUR.get_or_init(measure::<u32>),
+        8 => *EIGHT.get_or_init(measure::<u64>),
+        _ => None,
+    }
+}
+
+fn measure<W: Copy + Default + Slot<W> + 'static>() -> Option<Measured> {
+    let vector = any_vector_row::<W, W>().filter(|_| avx2_available())?;
+    let len = ROWS * ROW_WORDS;
+    let data = vec![W::default(); len];
+    // A fixed hash of each position: random reads within each row.
+    let indices: Vec<i64> = (0..len as u64)
+        .map(|k| ((k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % ROW_WORDS as u64) as i64)
+        .collect();
+    let indices = &indices[..];
+    let wide = WideIndices::new(&indices);
+    let rule = AxisRule {
+        axis: 1,
+        size: ROW_WORDS,
+        negative_allowed: true,
+    };
+    let mut dst = vec![W::default(); len];
+    let mut time = |loop_: Option<VectorRow<W, W>>| {
+        let mut reader = wide.reader();
+        let start = Instant::now();
+        let rows = data
+            .chunks_exact(ROW_WORDS)
+            .zip(dst.chunks_exact_mut(ROW_WORDS));
+        for (r, (row, out)) in rows.enumerate() {
+            let next = data.get((r + 1) * ROW_WORDS..(r + 2) * ROW_WORDS);
+            let at = r * ROW_WORDS;
+            let next = next.unwrap_or_default();
+            gather_within_row(row, next, &rule, &mut reader, at, out, loop_, false).ok()?;
+        }
+        Some(start.elapsed())
+    };
+    let (mut scalar, mut vectored) = (Duration::MAX, Duration::MAX);
+    for _ in 0..ROUNDS {
+        scalar = scalar.min(time(None)?);
+        vectored = vectored.min(time(Some(vector))?);
+    }
+    Some(Measured {
+        scalar,
+        vector: vectored,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vector_loops_serve_both_kinds_of_output_when_forced() {
+        let forced = WordGather::Vector;
+        assert!(vector_row::<u32, u32>(forced).is_some());
+        assert!(vector_row::<u32, MaybeUninit<u32>>(forced).is_some());
+        assert!(vector_row::<u64, MaybeUninit<u64>>(forced).is_some());
+        assert!(vector_row::<u16, MaybeUninit<u16>>(forced).is_none());
+        assert!(vector_row::<u32, u32>(WordGather::Scalar).is_none());
+    }
+
+    #[test]
+    fn the_automatic_choice_follows_the_measurement() {
+        for (bytes, auto) in [
+            (4, vector_row::<u32, u32>(WordGather::Auto).is_some()),
+            (8, vector_row::<u64, u64>(WordGather::Auto).is_some()),
+        ] {
+            match measured(bytes) {
+                Some(m) => {
+                    assert!(m.scalar > Duration::ZERO || cfg!(miri), "{m:?}");
+                    assert_eq!(auto, m.vector_wins(), "{bytes}-byte words: {m:?}");
+                }
+                None => assert!(!auto && (!avx2_available() || cfg!(miri))),
+            }
+        }
+        assert_eq!(measured(2), None);
+    }
+}

@@ -1,0 +1,150 @@
+//! Kernel strategies: what the library chooses on the running CPU, and the
+//! knobs that force a choice.
+//!
+//! Where two strategies compete, the kernels choose per call from the
+//! CPU's measured behaviour and the call's sizes ([`report`] says what
+//! they would choose here). Each choice has a knob in [`Tuning`], for tests
+//! (which run every strategy on every CPU) and benchmarks. Forcing a
+//! strategy never changes a result, only the time it takes:
+//!
+//! | knob | values | `auto` chooses by |
+//! |---|---|---|
+//! | `stores` | `cached`, `streaming` | output size against a quarter of the last-level cache |
+//! | `word_gather` | `scalar`, `vector` | a measurement of both loops on first use, per word size (ties to `vector`) |
+//! | `block_order` | `output`, `source` | source size against 1.5x the last-level cache, rows, tasks |
+//!
+//! Set one process-wide with [`set_global`] or the `GATHERSCATTER_TUNING`
+//! environment variable (`stores=cached,word_gather=scalar`), or for one
+//! thread's calls with [`scoped`].
+//!
+//! ```
+//! use gatherscatter::tuning::{self, Tuning, WordGather};
+//! use gatherscatter::GatherElements;
+//! use gatherscatter::TypedTensor;
+//!
+//! let data = TypedTensor::new(vec![2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+//! let indices = TypedTensor::new(vec![2, 2], vec![2i64, 0, 1, 1]).unwrap();
+//! let op = GatherElements::new(1);
+//! let auto = op.run_typed(data.view(), indices.view()).unwrap();
+//! let scalar = tuning::scoped(Tuning::AUTO.with_word_gather(WordGather::Scalar), || {
+//!     op.run_typed(data.view(), indices.view()).unwrap()
+//! });
+//! assert_eq!(auto, scalar);
+//! assert_eq!(scalar.data(), &[3.0, 1.0, 5.0, 5.0]);
+//! println!("{}", tuning::report());
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+pub use crate::mem::knobs::{
+    global, in_force, scoped, set_global, BlockOrder, Stores, Tuning, WordGather, TUNING_VARIABLE,
+};
+
+use crate::mem::{cpu, stream};
+use crate::ops::gather::source_order_min_source_bytes;
+use crate::ops::gather_elements::word_gather;
+
+/// What the `auto` strategies resolve to on the running CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Report {
+    /// The tuning in force on this thread.
+    pub in_force: Tuning,
+    /// Whether the CPU has AVX2.
+    pub avx2: bool,
+    /// The last-level cache the thresholds scale with, in bytes.
+    pub last_level_cache_bytes: usize,
+    /// Outputs from this size on take streaming stores.
+    pub streaming_min_bytes: usize,
+    /// Gather reads sources from this size on in source order (given long
+    /// rows and few tasks).
+    pub source_order_min_source_bytes: usize,
+    /// The first-use measurement of the word gathers, for 4- and 8-byte
+    /// words: `None` where there is no vector loop to measure.
+    pub word_gather: [Option<WordTiming>; 2],
+}
+
+/// One word size's measurement: the best time of each loop over the same
+/// row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WordTiming {
+    /// The word size in bytes.
+    pub word_bytes: usize,
+    /// The scalar loop.
+    pub scalar: Duration,
+    /// The vector (gather instruction) loop.
+    pub vector: Duration,
+    /// Whether `auto` takes the vector loop: unless the scalar loop was at
+    /// least 10% faster.
+    pub vector_chosen: bool,
+}
+
+/// What the `auto` strategies resolve to here, measuring the word gathers
+/// first if no call has yet (a few milliseconds, once).
+pub fn report() -> Report {
+    let timing = |word_bytes| {
+        word_gather::measured(word_bytes).map(|m| WordTiming {
+            word_bytes,
+            scalar: m.scalar,
+            vector: m.vector,
+            vector_chosen: m.vector_wins(),
+        })
+    };
+    Report {
+        in_force: in_force(),
+        avx2: cpu::avx2_available(),
+        last_level_cache_bytes: cpu::last_level_cache_bytes(),
+        streaming_min_bytes: stream::streaming_min_bytes(),
+        source_order_min_source_bytes: source_order_min_source_bytes(),
+        word_gather: [timing(4), timing(8)],
+    }
+}
+
+impl fmt::Display for Report {
+    /// One line: `tuning stores=auto,... | LLC 32 MiB, streaming from 8 MiB,
+    /// source order from 48 MiB | word gather 4 B vector (9.1 us vs 20.3) ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
+        write!(
+            f,
+            "tuning {} | AVX2 {} | last-level cache {:.0} MiB: streaming stores from {:.0} MiB, source order from {:.0} MiB | word gather",
+            self.in_force,
+            if self.avx2 { "yes" } else { "no" },
+            mib(self.last_level_cache_bytes),
+            mib(self.streaming_min_bytes),
+            mib(self.source_order_min_source_bytes),
+        )?;
+        for (bytes, timing) in [4, 8].into_iter().zip(&self.word_gather) {
+            match timing {
+                Some(t) => write!(
+                    f,
+                    " {bytes} B {} (scalar {:.1} us, vector {:.1} us)",
+                    if t.vector_chosen { "vector" } else { "scalar" },
+                    t.scalar.as_secs_f64() * 1e6,
+                    t.vector.as_secs_f64() * 1e6,
+                )?,
+                None => write!(f, " {bytes} B scalar (no vector loop)")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_names_the_tuning_in_force_and_every_threshold() {
+        let forced = Tuning::AUTO.with_stores(Stores::Cached);
+        let report = scoped(forced, report);
+        assert_eq!(report.in_force, forced);
+        assert!(report.streaming_min_bytes <= report.last_level_cache_bytes);
+        assert!(report.source_order_min_source_bytes > report.last_level_cache_bytes);
+        let line = report.to_string();
+        assert!(line.starts_with("tuning stores=cached,"), "{line}");
+        assert!(line.contains("word gather 4 B"), "{line}");
+    }
+}

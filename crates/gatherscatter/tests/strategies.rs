@@ -1,0 +1,297 @@
+//! Every kernel strategy on every CPU: Gather and GatherElements under each
+//! forced `Tuning` (cached or streaming stores, scalar or vector word
+//! gathers, output or source row order) and under `auto`, on shapes small
+//! enough that `auto` alone would never stream or reorder, checked against
+//! the naive spec §1 references, fresh and into a caller's buffer, on 1-3
+//! threads. A bad index is named at the same position under every tuning.
+
+mod common;
+mod pool;
+
+use common::*;
+use gatherscatter::tuning::{self, Tuning};
+use gatherscatter::{DType, Error, ErrorKind, Gather, GatherElements, Tensor};
+use pool::in_pool;
+use proptest::prelude::*;
+
+/// `auto` first, then every forced combination.
+fn every_tuning() -> Vec<Tuning> {
+    let mut all = vec![Tuning::AUTO];
+    all.extend(Tuning::every_forced());
+    all
+}
+
+/// Data of `T` from seeds, indices of `index_dtype` fitted to the axis.
+#[derive(Debug)]
+struct Case {
+    data_shape: Vec<usize>,
+    axis: usize,
+    indices_shape: Vec<usize>,
+    indices: Vec<i128>,
+    index_dtype: DType,
+    threads: usize,
+}
+
+/// `op` under each tuning, fresh and into a buffer, equals `reference`
+/// (or fails out of bounds where the reference refuses, with the same
+/// error as under `auto`).
+fn check_each_tuning<T: FromSeed>(
+    case: &Case,
+    reference: Option<(Vec<usize>, Vec<T>)>,
+    run: impl Fn(&Tensor, &Tensor) -> Result<Tensor, gatherscatter::Error> + Sync,
+    run_into: impl Fn(&Tensor, &Tensor, &mut Tensor) -> Result<(), gatherscatter::Error> + Sync,
+) -> Result<(), TestCaseError> {
+    let len: usize = case.data_shape.iter().product();
+    let data = Tensor::new(
+        case.data_shape.clone(),
+        (0..len as i64).map(T::from_seed).collect(),
+    )
+    .unwrap();
+    let indices = index_tensor(case.index_dtype, &case.indices_shape, &case.indices);
+    let auto = run(&data, &indices);
+    for tuning in every_tuning() {
+        let fresh = in_pool(case.threads, || {
+            tuning::scoped(tuning, || run(&data, &indices))
+        });
+        prop_assert_eq!(&fresh, &auto, "{} against auto", tuning);
+        check_against_reference(fresh, reference.clone(), T::eq)
+            .map_err(|e| TestCaseError::fail(format!("{tuning}: {e}")))?;
+        if let Some((shape, expected)) = &reference {
+            let filler = T::from_seed(-7);
+            let count = expected.len();
+            let mut out = Tensor::new(shape.clone(), vec![filler; count]).unwrap();
+            in_pool(case.threads, || {
+                tuning::scoped(tuning, || run_into(&data, &indices, &mut out))
+            })
+            .map_err(|e| TestCaseError::fail(format!("{tuning}: {e}")))?;
+            prop_assert!(
+                out.data::<T>().unwrap() == &expected[..],
+                "{} into a buffer",
+                tuning
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_gather<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
+    let values: Vec<T> = (0..case.data_shape.iter().product::<usize>() as i64)
+        .map(T::from_seed)
+        .collect();
+    let reference = reference_gather(
+        &values,
+        &case.data_shape,
+        &case.indices,
+        &case.indices_shape,
+        case.axis,
+        0,
+    );
+    let op = Gather::new(case.axis as i64);
+    check_each_tuning::<T>(
+        case,
+        reference,
+        |d, i| op.run(d, i),
+        |d, i, o| op.run_into(d, i, o),
+    )
+}
+
+fn check_gather_elements<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
+    let values: Vec<T> = (0..case.data_shape.iter().product::<usize>() as i64)
+        .map(T::from_seed)
+        .collect();
+    let reference = reference_gather_elements(
+        &values,
+        &case.data_shape,
+        &case.indices,
+        &case.indices_shape,
+        case.axis,
+    )
+    .map(|expected| (case.indices_shape.clone(), expected));
+    let op = GatherElements::new(case.axis as i64);
+    check_each_tuning::<T>(
+        case,
+        reference,
+        |d, i| op.run(d, i),
+        |d, i, o| op.run_into(d, i, o),
+    )
+}
+
+/// Every element width, and a type that is never streamed.
+fn dtype() -> impl Strategy<Value = DType> {
+    prop::sample::select(vec![
+        DType::U8,
+        DType::F16,
+        DType::F32,
+        DType::I32,
+        DType::F64,
+        DType::U64,
+        DType::Complex128,
+        DType::String,
+    ])
+}
+
+fn index_dtype() -> impl Strategy<Value = DType> {
+    prop::sample::select(vec![DType::I64, DType::I32, DType::U16, DType::I8])
+}
+
+/// Indices into an axis of `size`: negatives, repeats, and now and then
+/// one out of range.
+fn indices_into(size: usize, count: usize) -> impl Strategy<Value = Vec<i128>> {
+    let size = size as i128;
+    let bad = prop_oneof![6 => Just(None), 1 => (0..count.max(1)).prop_map(Some)];
+    (
+        prop::collection::vec(-size..size.max(1), count),
+        bad,
+        prop::sample::select(vec![size, -size - 1, 1000]),
+    )
+        .prop_map(move |(mut values, bad, outside)| {
+            if let Some(at) = bad.filter(|&at| at < values.len()) {
+                values[at] = outside;
+            }
+            values
+        })
+}
+
+/// Unsigned types take the positive form of each index; values past the
+/// type's range (int8 into an axis of 300) are clamped to it.
+fn fit(indices: &mut [i128], dtype: DType, size: usize) {
+    fit_to_index_type(indices, dtype, size);
+    for v in indices {
+        *v = (*v).clamp(index_type_min(dtype), index_type_max(dtype));
+    }
+}
+
+/// Gather rows (or runs of `inner` elements along a middle axis) of 1 to
+/// 100 elements: blocks shorter and longer than a cache line.
+fn gather_case() -> impl Strategy<Value = (Case, DType)> {
+    (
+        1usize..=3,
+        1usize..=40,
+        1usize..=100,
+        0usize..=300,
+        1usize..=3,
+    )
+        .prop_flat_map(|(outer, rows, inner, count, threads)| {
+            (
+                Just((outer, rows, inner, count, threads)),
+                indices_into(rows, count),
+                index_dtype(),
+                dtype(),
+            )
+        })
+        .prop_map(
+            |((outer, rows, inner, count, threads), mut indices, index_dtype, dtype)| {
+                fit(&mut indices, index_dtype, rows);
+                let case = Case {
+                    data_shape: vec![outer, rows, inner],
+                    axis: 1,
+                    indices_shape: vec![count],
+                    indices,
+                    index_dtype,
+                    threads,
+                };
+                (case, dtype)
+            },
+        )
+}
+
+/// GatherElements along the last axis (rows up to 3000 indices, past a
+/// widening chunk) or the middle one.
+fn elements_case() -> impl Strategy<Value = (Case, DType)> {
+    (
+        1usize..=4,
+        1usize..=300,
+        0usize..=3000,
+        any::<bool>(),
+        1usize..=3,
+    )
+        .prop_flat_map(|(rows, size, row_len, last, threads)| {
+            let (data_shape, indices_shape, axis) = if last {
+                (vec![rows, size], vec![rows, row_len], 1)
+            } else {
+                let width = row_len.min(40);
+                (vec![rows, size, width], vec![rows, 3, width], 1)
+            };
+            let count = indices_shape.iter().product();
+            (
+                Just((data_shape, indices_shape, axis, threads, size)),
+                indices_into(size, count),
+                index_dtype(),
+                dtype(),
+            )
+        })
+        .prop_map(
+            |(
+                (data_shape, indices_shape, axis, threads, size),
+                mut indices,
+                index_dtype,
+                dtype,
+            )| {
+                fit(&mut indices, index_dtype, size);
+                let case = Case {
+                    data_shape,
+                    axis,
+                    indices_shape,
+                    indices,
+                    index_dtype,
+                    threads,
+                };
+                (case, dtype)
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(proptest_config(40))]
+
+    #[test]
+    fn gather_gives_the_reference_under_every_tuning((case, dtype) in gather_case()) {
+        for_dtype!(dtype, check_gather(&case))?;
+    }
+
+    #[test]
+    fn gather_elements_gives_the_reference_under_every_tuning((case, dtype) in elements_case()) {
+        for_dtype!(dtype, check_gather_elements(&case))?;
+    }
+}
+
+/// A long last-axis row of 4- and 8-byte words with one bad index past the
+/// vector loop's first groups: named where it is under every tuning.
+#[test]
+fn a_bad_index_in_a_vector_row_is_named_under_every_tuning() {
+    for dtype in [DType::F32, DType::F64] {
+        let size = 500;
+        let data = match dtype {
+            DType::F32 => Tensor::new(vec![2, size], vec![1.5f32; 2 * size]).unwrap(),
+            _ => Tensor::new(vec![2, size], vec![2.5f64; 2 * size]).unwrap(),
+        };
+        let mut values: Vec<i64> = (0..2 * 2000).map(|k| (k * 7) % size as i64).collect();
+        values[2000 + 1234] = size as i64;
+        let indices = Tensor::new(vec![2, 2000], values).unwrap();
+        for tuning in every_tuning() {
+            for threads in [1, 2] {
+                let err = in_pool(threads, || {
+                    tuning::scoped(tuning, || GatherElements::new(1).run(&data, &indices))
+                })
+                .unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+                let Error::IndexOutOfRange { position, .. } = &err else {
+                    panic!("{err:?}")
+                };
+                assert_eq!(position, &[1, 1234], "{tuning}, {threads} threads");
+            }
+        }
+    }
+}
+
+/// Each forced tuning prints as it parses; outside `scoped`, the global
+/// tuning is in force; the report names the thresholds.
+#[test]
+fn every_forced_tuning_reads_back_from_its_text() {
+    for tuning in Tuning::every_forced() {
+        assert_eq!(tuning.to_string().parse::<Tuning>().unwrap(), tuning);
+    }
+    assert_eq!(tuning::in_force(), tuning::global());
+    let line = tuning::report().to_string();
+    assert!(line.contains("last-level cache"), "{line}");
+}
