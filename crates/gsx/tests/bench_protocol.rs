@@ -27,6 +27,7 @@ fn gather_rows_workload(dir: &Path) {
 
 fn gsx_bench(dir: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gsx-bench"))
+        .env_remove("GATHERSCATTER_TUNING")
         .arg("--workload-dir")
         .arg(dir)
         .arg("--out")
@@ -87,6 +88,34 @@ fn every_mode_writes_the_gathered_rows_and_one_time_per_sample() {
             "{flags:?}"
         );
     }
+}
+
+#[test]
+fn a_forced_tuning_writes_the_same_rows_and_is_named_in_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    gather_rows_workload(dir.path());
+    let forced = "stores=streaming,word_gather=scalar,block_order=source";
+    for flags in [&[][..], &["--tuning", forced][..]] {
+        std::fs::remove_file(dir.path().join("out.npy")).ok();
+        let json = result_line(&gsx_bench(dir.path(), flags));
+        let line = json["tuning"].as_str().expect("a tuning report");
+        let in_force = if flags.is_empty() {
+            "tuning stores=auto,"
+        } else {
+            "tuning stores=streaming,"
+        };
+        assert!(line.starts_with(in_force), "{flags:?}: {line}");
+        assert!(line.contains("last-level cache"), "{line}");
+        let written = npy::read(&dir.path().join("out.npy")).unwrap();
+        assert_eq!(
+            written.data::<f32>().unwrap(),
+            &[4.0, 5.0, 0.0, 1.0, 4.0, 5.0, 2.0, 3.0],
+            "{flags:?}"
+        );
+    }
+    let out = gsx_bench(dir.path(), &["--tuning", "stores=fast"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"fast\" is not one of"));
 }
 
 #[test]

@@ -4,12 +4,12 @@
 //!
 //! ```text
 //! gsx-bench --workload-dir DIR --threads T --warmup W --reps R --min-sample-s S --out OUT.npy [--into]
-//!           [--cold-cache-mib N]
+//!           [--cold-cache-mib N] [--tuning KNOB=VALUE,...]
 //! ```
 //!
 //! It reads `DIR/manifest.json` and the `.npy` inputs into memory, writes the
 //! output of one untimed call to `OUT.npy`, runs `W` warm-up calls, then
-//! prints `{"times_s": [...], "inner": k, "version": "..."}` as its last
+//! prints `{"times_s": [...], "inner": k, "version": "...", "tuning": "..."}` as its last
 //! line: one per-call time per sample, a sample batching `k` calls when one
 //! call is shorter than `S` seconds. Each call returns a fresh output unless
 //! `--into` is given, which writes every call into one caller-owned buffer
@@ -31,6 +31,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
+use gatherscatter::tuning::{self, Tuning};
 use gatherscatter::{Gather, GatherElements, Reduction, ScatterElements, Tensor};
 use gsx::error::CliError;
 use gsx::files;
@@ -77,6 +78,12 @@ struct Args {
     /// mapped and unmapped per call).
     #[arg(long)]
     system_malloc: bool,
+    /// Force kernel strategies, as `GATHERSCATTER_TUNING` does
+    /// (`stores=cached|streaming`, `word_gather=scalar|vector`,
+    /// `block_order=output|source`, comma-separated); the default is
+    /// what that variable says, else `auto`.
+    #[arg(long)]
+    tuning: Option<Tuning>,
 }
 
 /// The workload's operator with its attributes.
@@ -157,6 +164,9 @@ fn load_input(
 }
 
 fn run(args: &Args) -> Result<Result<String, Unsupported>, CliError> {
+    if let Some(forced) = args.tuning {
+        tuning::set_global(forced);
+    }
     let manifest_path = args.workload_dir.join("manifest.json");
     let text =
         std::fs::read_to_string(&manifest_path).map_err(|e| CliError::io(&manifest_path, e))?;
@@ -267,9 +277,10 @@ fn time_calls(args: &Args, workload: &Workload, inputs: &Inputs) -> Result<Strin
         mib => format!(", {mib} MiB read before each call"),
     };
     Ok(format!(
-        "{{\"times_s\": [{}], \"inner\": {inner}, \"version\": \"gatherscatter {} ({mode}{cold})\"}}",
+        "{{\"times_s\": [{}], \"inner\": {inner}, \"version\": \"gatherscatter {} ({mode}{cold})\", \"tuning\": \"{}\"}}",
         list.join(", "),
-        env!("CARGO_PKG_VERSION")
+        env!("CARGO_PKG_VERSION"),
+        tuning::report(),
     ))
 }
 
