@@ -12,6 +12,7 @@ mod threads;
 
 use std::str::FromStr;
 
+use gatherscatter::tuning::{self};
 use gatherscatter::{
     Aggregate, EmbeddingBag, Gather, GatherElements, GatherND, IndexPolicy, Op, Profile, Reduction,
     ScatterElements, ScatterMode, ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, Tensor,
@@ -738,6 +739,46 @@ fn get_num_threads() -> usize {
     threads::default()
 }
 
+/// Force kernel strategies for the whole process (docs/performance.md,
+/// "Strategies"): each of ``stores`` (``"cached"``, ``"streaming"``),
+/// ``word_gather`` (``"scalar"``, ``"vector"``) and ``block_order``
+/// (``"output"``, ``"source"``) given, else ``"auto"``. Results are the same
+/// under every strategy; only the speed differs. Returns the tuning now in
+/// force, in the text form ``GATHERSCATTER_TUNING`` takes.
+#[pyfunction]
+#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None))]
+fn set_tuning(
+    stores: Option<&str>,
+    word_gather: Option<&str>,
+    block_order: Option<&str>,
+) -> PyResult<String> {
+    let knobs = [
+        ("stores", stores),
+        ("word_gather", word_gather),
+        ("block_order", block_order),
+    ];
+    let text: Vec<String> = knobs
+        .iter()
+        .filter_map(|(knob, value)| value.map(|v| format!("{knob}={v}")))
+        .collect();
+    let parsed = tuning::Tuning::parse(&text.join(",")).map_err(to_py_err)?;
+    tuning::set_global(parsed);
+    Ok(parsed.to_string())
+}
+
+/// The tuning in force, in the text form ``GATHERSCATTER_TUNING`` takes.
+#[pyfunction]
+fn get_tuning() -> String {
+    tuning::global().to_string()
+}
+
+/// One line on what the ``auto`` strategies choose on this CPU (cache
+/// size, thresholds, the word-gather measurement), for benchmark headers.
+#[pyfunction]
+fn tuning_report(py: Python<'_>) -> String {
+    py.detach(|| tuning::report().to_string())
+}
+
 /// Keep freed results (and the core's scratch blocks) of at least 4 MiB,
 /// up to ``max_bytes`` in all, for the next result of the same size: a loop
 /// that makes a large fresh result per call then writes into memory that is
@@ -775,6 +816,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_scatter_nd_in_place, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(set_tuning, m)?)?;
+    m.add_function(wrap_pyfunction!(get_tuning, m)?)?;
+    m.add_function(wrap_pyfunction!(tuning_report, m)?)?;
     m.add_function(wrap_pyfunction!(set_cache_limit, m)?)?;
     m.add_function(wrap_pyfunction!(cache_info, m)?)?;
     m.add("OPERATORS", Op::NAMES.to_vec())?;

@@ -41,11 +41,14 @@ from ._native import (
     gather_elements,
     gather_nd,
     get_num_threads,
+    get_tuning,
     scatter_elements,
     scatter_nd,
     set_cache_limit,
     set_num_threads,
+    set_tuning,
     tensor_scatter,
+    tuning_report,
 )
 from ._numpy import (
     add_at,
@@ -91,6 +94,7 @@ __all__ = [
     "scatter_reduce", "segment_csr", "segment_coo", "embedding_bag",
     "index_select", "index_add", "index_copy", "grad",
     "set_num_threads", "get_num_threads", "set_cache_limit", "cache_info",
+    "set_tuning", "get_tuning", "tuning_report",
     "DEFAULT_CACHE_BYTES",
     "Error", "OutOfBoundsError", "AxisError", "ShapeError", "DTypeError",
     "AttributeValueError", "ReductionError", "SegmentError", "SizeOverflowError", "OutOfMemoryError",

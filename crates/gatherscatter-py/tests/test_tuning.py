@@ -1,0 +1,63 @@
+"""The strategy knobs: every forced strategy gives the result `auto` gives
+(and numpy's), a bad value is refused and changes nothing, and the
+environment variable is read at first use."""
+
+import itertools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gatherscatter as gs
+
+FORCED = list(itertools.product(["cached", "streaming"], ["scalar", "vector"],
+                                ["output", "source"]))
+
+
+@pytest.fixture
+def restore_tuning():
+    before = gs.get_tuning()
+    yield
+    knobs = dict(pair.split("=") for pair in before.split(","))
+    gs.set_tuning(**knobs)
+
+
+@pytest.mark.parametrize("stores,word_gather,block_order", FORCED)
+def test_every_forced_strategy_gives_numpys_result(restore_tuning, stores, word_gather,
+                                                   block_order):
+    rng = np.random.default_rng(7)
+    rows = rng.standard_normal((300, 37)).astype(np.float32)
+    take = rng.integers(-300, 300, 5000)
+    words = rng.standard_normal((6, 2500))
+    along = rng.integers(-2500, 2500, (6, 3000))
+    in_force = gs.set_tuning(stores=stores, word_gather=word_gather, block_order=block_order)
+    assert in_force == f"stores={stores},word_gather={word_gather},block_order={block_order}"
+    assert gs.get_tuning() == in_force
+    assert gs.tuning_report().startswith(f"tuning {in_force} |")
+    for threads in (1, 2):
+        np.testing.assert_array_equal(gs.take(rows, take, axis=0, threads=threads),
+                                      np.take(rows, take, axis=0))
+        np.testing.assert_array_equal(gs.take_along_axis(words, along, 1, threads=threads),
+                                      np.take_along_axis(words, along, 1))
+        np.testing.assert_array_equal(
+            gs.take_along_axis(words.astype(np.float32), along, 1, threads=threads),
+            np.take_along_axis(words.astype(np.float32), along, 1))
+
+
+def test_a_bad_value_is_refused_and_changes_nothing(restore_tuning):
+    gs.set_tuning(stores="cached")
+    with pytest.raises(ValueError, match='"fast" is not one of auto, cached, streaming'):
+        gs.set_tuning(stores="fast")
+    assert gs.get_tuning() == "stores=cached,word_gather=auto,block_order=auto"
+    assert gs.set_tuning() == "stores=auto,word_gather=auto,block_order=auto"
+
+
+def test_the_environment_names_the_tuning_at_first_use():
+    script = "import gatherscatter as gs; print(gs.get_tuning()); print(gs.tuning_report())"
+    env = dict(os.environ, GATHERSCATTER_TUNING="word_gather=scalar, block_order=source")
+    lines = subprocess.run([sys.executable, "-c", script], env=env, check=True,
+                           capture_output=True, text=True).stdout.splitlines()
+    assert lines[0] == "stores=auto,word_gather=scalar,block_order=source"
+    assert "last-level cache" in lines[1] and "word gather 4 B" in lines[1]
