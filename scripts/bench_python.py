@@ -14,7 +14,8 @@ latency workload W9, at or below numpy's time).
 
 The harness's peers.py does the timing, checking and the table; this script
 adds a `gs` column family to it (one column per --threads value). Every call
-returns a fresh numpy array, as the peers' calls do. The CPU is printed first.
+returns a fresh numpy array, as the peers' calls do. The CPU is printed first,
+then what gatherscatter's `auto` strategies choose on it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def print_cpu() -> None:
               if f in flags]
     print(f"CPU: {info.get('vendor_id')} family {info.get('cpu family')} model {info.get('model')} "
           f"({info.get('model name')}), {' '.join(vector) or 'no AVX'}", flush=True)
+    try:
+        import gatherscatter
+    except ImportError:
+        return
+    # What the library's `auto` strategies choose on this CPU (docs/performance.md).
+    print(gatherscatter.tuning_report(), flush=True)
 
 
 BAR = 1.5

@@ -2,10 +2,12 @@
 """A shape sweep beside the ten workloads (issue #34, item 6): Gather,
 GatherElements and ScatterElements (none and add) from Python, against
 the fastest of onnxruntime, torch and numpy at the same thread count, in
-one process. The CPU is printed first.
+one process. The CPU is printed first, then what the `auto` strategies
+choose on it (`--tuning` forces them, as GATHERSCATTER_TUNING does).
 
     python3 scripts/sweep.py [--ops gather,gather_elements,...] [--repeat N]
                              [--threads 1,2] [--json out.json] [--markdown out.md]
+                             [--tuning stores=cached,word_gather=scalar,...]
 
 Each op is swept one factor at a time around a base cell (float32 data,
 int64 indices, the middle axis of a rank-3 tensor, blocks of 256 bytes,
@@ -209,7 +211,13 @@ def main() -> int:
     ap.add_argument("--only", help="run the cells whose label contains this")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
+    ap.add_argument("--tuning", default="",
+                    help="force kernel strategies: stores=cached|streaming,"
+                         "word_gather=scalar|vector,block_order=output|source")
     args = ap.parse_args()
+    if args.tuning:
+        import gatherscatter as gs
+        gs.set_tuning(**dict(p.strip().split("=", 1) for p in args.tuning.split(",")))
     import onnxruntime
     import torch
 
