@@ -232,6 +232,18 @@ impl std::fmt::Debug for SmallDims {
     }
 }
 
+/// The rank left when the dims after `axis` that are 1 in both `data` and
+/// `indices` (of equal rank) are dropped from the end: such dims change no
+/// flat position, and without them the axis may become the last one, which
+/// the elements ops walk fastest.
+pub(crate) fn rank_without_trailing_ones(data: &[usize], indices: &[usize], axis: usize) -> usize {
+    let mut end = data.len().min(indices.len());
+    while end > axis + 1 && data[end - 1] == 1 && indices[end - 1] == 1 {
+        end -= 1;
+    }
+    end
+}
+
 /// Row-major strides of a shape whose element count is known to fit `usize`.
 pub(crate) fn strides(shape: &[usize]) -> SmallDims {
     let mut strides = SmallDims::filled(1, shape.len());

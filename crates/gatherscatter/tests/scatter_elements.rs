@@ -3,12 +3,14 @@
 //! profiles, and a property test against the naive serial reference.
 
 mod common;
+mod pool;
 
 use common::*;
 use gatherscatter::{
     bf16, f16, Complex32, DType, Error, ErrorKind, Profile, Reduction, Scatter, ScatterElements,
     Tensor,
 };
+use pool::{in_pool, names_the_first_bad_index_on_any_pool};
 use proptest::prelude::*;
 
 fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
@@ -567,4 +569,48 @@ fn indices_into_an_empty_axis_are_out_of_range() {
         .run(&data, &indices, &updates)
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+}
+
+/// Trailing size-1 dims after the axis (in data and indices alike) change
+/// no flat position: the axis is walked as the last one. Against the
+/// reference, with negative and repeated indices, none and add, on 1-3
+/// threads (600 KiB of output, split across tasks), and a bad index named
+/// where it is.
+#[test]
+fn an_axis_followed_only_by_size_1_dims_is_walked_as_the_last_axis() {
+    let (outer, size, count) = (512usize, 300usize, 40usize);
+    let data_shape = [outer, size, 1, 1];
+    let shape = [outer, count, 1, 1];
+    let values: Vec<f32> = (0..outer * size).map(|k| k as f32 * 0.25).collect();
+    let data = Tensor::new(data_shape.to_vec(), values.clone()).unwrap();
+    let raw: Vec<i128> = (0..outer * count)
+        .map(|k| ((k * 7919) % (2 * size)) as i128 - size as i128)
+        .collect();
+    let upd: Vec<f32> = (0..outer * count).map(|k| (k % 97) as f32).collect();
+    let updates = Tensor::new(shape.to_vec(), upd.clone()).unwrap();
+    let indices = index_tensor(DType::I32, &shape, &raw);
+    for (reduction, f) in [
+        (
+            Reduction::None,
+            (|_: &f32, u: &f32| *u) as fn(&f32, &f32) -> f32,
+        ),
+        (Reduction::Add, |a: &f32, u: &f32| a + u),
+    ] {
+        let want =
+            reference_scatter_elements(&values, &data_shape, &raw, &shape, &upd, 1, f).unwrap();
+        for threads in [1, 2, 3] {
+            let op = ScatterElements::new(1).reduction(reduction);
+            let out = in_pool(threads, || op.run(&data, &indices, &updates).unwrap());
+            assert_eq!(out.shape(), &data_shape);
+            assert!(
+                out.data::<f32>().unwrap() == &want[..],
+                "{reduction:?}, {threads} threads"
+            );
+        }
+    }
+    let mut bad = raw.clone();
+    bad[400 * count + 17] = size as i128;
+    let indices = index_tensor(DType::I32, &shape, &bad);
+    let run = || ScatterElements::new(1).run(&data, &indices, &updates);
+    names_the_first_bad_index_on_any_pool(run, size as i128, &[400, 17, 0, 0]);
 }

@@ -10,7 +10,7 @@ use crate::mem::prefetch::{load_lines, prefetch_items, prefetch_items_to_l2, LIN
 use crate::mem::stream::{self, store_fence};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::alloc_output;
-use crate::shape::{strides, RowBases, SmallDims};
+use crate::shape::{rank_without_trailing_ones, strides, RowBases, SmallDims};
 use crate::tensor::{TypedTensor, TypedView};
 
 use std::mem::MaybeUninit;
@@ -145,10 +145,7 @@ fn merge_dims_after_axis(
     indices_shape: &[usize],
     axis: usize,
 ) -> (SmallDims, SmallDims) {
-    let mut end = data_shape.len();
-    while end > axis + 1 && data_shape[end - 1] == 1 && indices_shape[end - 1] == 1 {
-        end -= 1;
-    }
+    let end = rank_without_trailing_ones(data_shape, indices_shape, axis);
     let (data_shape, indices_shape) = (&data_shape[..end], &indices_shape[..end]);
     let after = axis + 1;
     if after + 1 >= data_shape.len() || data_shape[after..] != indices_shape[after..] {

@@ -18,7 +18,7 @@ use crate::mem::prefetch::{
 };
 use crate::mem::uninit::Slot;
 use crate::reduction::Combine;
-use crate::shape::{strides, IndexRows, RowBases};
+use crate::shape::{rank_without_trailing_ones, strides, IndexRows, RowBases};
 
 /// Shapes of one call; indices' shape is checked against data's.
 pub(crate) struct Geometry<'a> {
@@ -39,7 +39,13 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
     indices: &[i64],
     updates: &[W],
 ) -> Result<(), usize> {
-    let rank = g.data_shape.len();
+    // An axis followed only by size-1 dims is walked as the last axis.
+    let rank = rank_without_trailing_ones(g.data_shape, g.indices_shape, g.rule.axis);
+    let g = &Geometry {
+        data_shape: &g.data_shape[..rank],
+        indices_shape: &g.indices_shape[..rank],
+        rule: g.rule,
+    };
     let axis = g.rule.axis;
     let slab = g.data_shape[axis..].iter().product::<usize>();
     let slabs = out.len().checked_div(slab).unwrap_or(0);
