@@ -32,6 +32,13 @@ struct Case {
     threads: usize,
 }
 
+/// Data of `shape` made from the seeds 0, 1, 2, ...
+fn seeded<T: FromSeed>(shape: &[usize]) -> Vec<T> {
+    (0..shape.iter().product::<usize>() as i64)
+        .map(T::from_seed)
+        .collect()
+}
+
 /// `op` under each tuning, fresh and into a buffer, equals `reference`
 /// (or fails out of bounds where the reference refuses, with the same
 /// error as under `auto`).
@@ -41,12 +48,7 @@ fn check_each_tuning<T: FromSeed>(
     run: impl Fn(&Tensor, &Tensor) -> Result<Tensor, gatherscatter::Error> + Sync,
     run_into: impl Fn(&Tensor, &Tensor, &mut Tensor) -> Result<(), gatherscatter::Error> + Sync,
 ) -> Result<(), TestCaseError> {
-    let len: usize = case.data_shape.iter().product();
-    let data = Tensor::new(
-        case.data_shape.clone(),
-        (0..len as i64).map(T::from_seed).collect(),
-    )
-    .unwrap();
+    let data = Tensor::new(case.data_shape.clone(), seeded::<T>(&case.data_shape)).unwrap();
     let indices = index_tensor(case.index_dtype, &case.indices_shape, &case.indices);
     let auto = run(&data, &indices);
     for tuning in every_tuning() {
@@ -75,9 +77,7 @@ fn check_each_tuning<T: FromSeed>(
 }
 
 fn check_gather<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
-    let values: Vec<T> = (0..case.data_shape.iter().product::<usize>() as i64)
-        .map(T::from_seed)
-        .collect();
+    let values = seeded::<T>(&case.data_shape);
     let reference = reference_gather(
         &values,
         &case.data_shape,
@@ -96,9 +96,7 @@ fn check_gather<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
 }
 
 fn check_gather_elements<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
-    let values: Vec<T> = (0..case.data_shape.iter().product::<usize>() as i64)
-        .map(T::from_seed)
-        .collect();
+    let values = seeded::<T>(&case.data_shape);
     let reference = reference_gather_elements(
         &values,
         &case.data_shape,
