@@ -800,6 +800,9 @@ fn cache_info(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The kernels would read a bad GATHERSCATTER_TUNING as unset: the
+    // import fails instead, naming it.
+    tuning::Tuning::from_env().map_err(to_py_err)?;
     m.add_function(wrap_pyfunction!(gather, m)?)?;
     m.add_function(wrap_pyfunction!(gather_elements, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_elements, m)?)?;

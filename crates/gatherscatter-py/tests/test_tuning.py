@@ -61,3 +61,12 @@ def test_the_environment_names_the_tuning_at_first_use():
                            capture_output=True, text=True).stdout.splitlines()
     assert lines[0] == "stores=auto,word_gather=scalar,block_order=source"
     assert "last-level cache" in lines[1] and "word gather 4 B" in lines[1]
+
+
+def test_a_tuning_variable_that_does_not_parse_fails_the_import_naming_it():
+    env = dict(os.environ, GATHERSCATTER_TUNING="stores=fast")
+    run = subprocess.run([sys.executable, "-c", "import gatherscatter"], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "AttributeValueError" in run.stderr
+    assert 'GATHERSCATTER_TUNING="stores=fast"' in run.stderr

@@ -14,8 +14,9 @@
 //! | `block_order` | `output`, `source` | source size against 1.5x the last-level cache, rows, tasks |
 //!
 //! Set one process-wide with [`set_global`] or the `GATHERSCATTER_TUNING`
-//! environment variable (`stores=cached,word_gather=scalar`), or for one
-//! thread's calls with [`scoped`].
+//! environment variable (`stores=cached,word_gather=scalar`; check it at
+//! start-up with [`Tuning::from_env`], as the kernels read a bad value as
+//! unset), or for one thread's calls with [`scoped`].
 //!
 //! ```
 //! use gatherscatter::tuning::{self, Tuning, WordGather};

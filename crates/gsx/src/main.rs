@@ -19,6 +19,8 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| eprintln!("gsx: error[internal]: {info}")));
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         gsx::files::install_signal_cleanup()?;
+        // The kernels would read a bad value as unset: refuse it here.
+        gatherscatter::tuning::Tuning::from_env().map_err(|e| CliError::usage(e.to_string()))?;
         execute(cli)
     }));
     match result {

@@ -119,6 +119,27 @@ fn a_forced_tuning_writes_the_same_rows_and_is_named_in_the_result() {
 }
 
 #[test]
+fn a_tuning_variable_that_does_not_parse_is_a_usage_error_not_auto() {
+    let dir = tempfile::tempdir().unwrap();
+    gather_rows_workload(dir.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_gsx-bench"))
+        .env("GATHERSCATTER_TUNING", "stores=fast")
+        .arg("--workload-dir")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("out.npy"))
+        .output()
+        .expect("gsx-bench runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("GATHERSCATTER_TUNING=\"stores=fast\""),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out.npy").exists());
+}
+
+#[test]
 fn an_op_it_does_not_know_exits_with_status_3() {
     let dir = tempfile::tempdir().unwrap();
     gather_rows_workload(dir.path());

@@ -679,6 +679,22 @@ fn conformance_passes_the_builtin_corpus() {
 }
 
 #[test]
+fn a_tuning_variable_that_does_not_parse_stops_gsx_before_any_work() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gsx"))
+        .env("GATHERSCATTER_TUNING", "word_gather=fast")
+        .arg("conformance")
+        .output()
+        .expect("gsx runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("GATHERSCATTER_TUNING=\"word_gather=fast\""),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
 fn conformance_on_a_directory_reports_a_wrong_expectation() {
     let dir = tempfile::tempdir().unwrap();
     let case = dir.path().join("test_gather_wrong");

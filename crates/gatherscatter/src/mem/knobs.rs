@@ -195,14 +195,20 @@ impl Tuning {
     }
 
     /// The tuning that `GATHERSCATTER_TUNING` names: `Ok(None)` when it is
-    /// unset.
+    /// unset. Programs call it at start-up to refuse a bad value (the `gsx`
+    /// tools and the Python module do), since the kernels read it as unset.
     ///
     /// # Errors
-    /// As [`Tuning::parse`], or [`Error::BadAttribute`] for a value that is
-    /// not Unicode.
+    /// As [`Tuning::parse`], the message prefixed with the variable's name,
+    /// or [`Error::BadAttribute`] for a value that is not Unicode.
     pub fn from_env() -> Result<Option<Tuning>> {
         match std::env::var(TUNING_VARIABLE) {
-            Ok(text) => Tuning::parse(&text).map(Some),
+            Ok(text) => Tuning::parse(&text).map(Some).map_err(|e| match e {
+                Error::BadAttribute { message } => Error::BadAttribute {
+                    message: format!("{TUNING_VARIABLE}={text:?}: {message}"),
+                },
+                other => other,
+            }),
             Err(std::env::VarError::NotPresent) => Ok(None),
             Err(std::env::VarError::NotUnicode(_)) => Err(Error::BadAttribute {
                 message: format!("tuning: {TUNING_VARIABLE} is not Unicode"),
@@ -257,7 +263,8 @@ thread_local! {
 
 /// The process-wide tuning: the last [`set_global`], else what
 /// `GATHERSCATTER_TUNING` names, else [`Tuning::AUTO`]. (A variable that
-/// does not parse counts as unset; [`Tuning::from_env`] reports why.)
+/// does not parse counts as unset here, as a kernel has no way to report
+/// it; programs check it at start-up with [`Tuning::from_env`].)
 pub fn global() -> Tuning {
     let bits = GLOBAL.load(Ordering::Relaxed);
     if bits != UNREAD {

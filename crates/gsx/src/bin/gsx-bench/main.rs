@@ -164,8 +164,12 @@ fn load_input(
 }
 
 fn run(args: &Args) -> Result<Result<String, Unsupported>, CliError> {
-    if let Some(forced) = args.tuning {
-        tuning::set_global(forced);
+    match args.tuning {
+        Some(forced) => tuning::set_global(forced),
+        // The kernels would read a bad value as unset: refuse it here.
+        None => {
+            Tuning::from_env().map_err(|e| CliError::usage(e.to_string()))?;
+        }
     }
     let manifest_path = args.workload_dir.join("manifest.json");
     let text =
