@@ -136,7 +136,7 @@ fn copy_block_range<W: Clone, O: Slot<W>>(
     // block) costs most: copy them with loops of a constant length, which
     // the compiler turns into a few moves.
     match plan.inner {
-        1 => copy_fixed_blocks::<W, O, 1>(data, resolved, plan, first, dst),
+        1 => copy_elements(data, resolved, plan, first, dst),
         2 => copy_fixed_blocks::<W, O, 2>(data, resolved, plan, first, dst),
         3 => copy_fixed_blocks::<W, O, 3>(data, resolved, plan, first, dst),
         4 => copy_fixed_blocks::<W, O, 4>(data, resolved, plan, first, dst),
@@ -306,6 +306,27 @@ fn copy_fixed_blocks<W: Clone, O: Slot<W>, const N: usize>(
                 // its own fastest way (measured; see `Slot::copy_block`).
                 O::copy_block::<N>(d, &run.slab[i * N..]);
             }
+        }
+    })
+}
+
+/// One-element blocks (a Gather along the last axis): a plain indexed loop
+/// per slab, asking first for the whole next slab. The block loop's
+/// chunking and per-block lookahead cost more than the copy here: 16 MiB
+/// outputs on one thread ran 1.7-2.7x slower with them (int8 32 -> 12 ms,
+/// float64 5.8 -> 3.5 ms), and 1.4x slower without the next-slab prefetch
+/// (4- and 8-byte elements), on AMD EPYC family 25 model 1.
+fn copy_elements<W: Clone, O: Slot<W>>(
+    data: &[W],
+    resolved: &[usize],
+    plan: &GatherPlan,
+    first: usize,
+    dst: &mut [O],
+) -> bool {
+    for_each_slab_run(data, resolved, plan, first, dst, |run| {
+        prefetch::prefetch_slice_of_region(run.next);
+        for (d, &i) in run.out.iter_mut().zip(run.indices) {
+            d.put(run.slab[i].clone());
         }
     })
 }
