@@ -98,6 +98,7 @@ mod aggregate;
 mod display;
 pub mod dtype;
 pub mod error;
+mod float16;
 mod grad;
 mod ieee;
 pub mod index;

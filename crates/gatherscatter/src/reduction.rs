@@ -394,14 +394,42 @@ macro_rules! average_float {
 }
 average_float!(f32, f64);
 
+/// The 16-bit floats' way to f32 and back: float16 by inline arithmetic
+/// (see `float16`: `half` checks the CPU on every value), bfloat16 by
+/// `half`'s shifts.
+trait F32Steps: Copy {
+    fn widen(self) -> f32;
+    fn narrow(f: f32) -> Self;
+}
+impl F32Steps for f16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        crate::float16::to_f32(self)
+    }
+    #[inline(always)]
+    fn narrow(f: f32) -> Self {
+        crate::float16::from_f32(f)
+    }
+}
+impl F32Steps for bf16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn narrow(f: f32) -> Self {
+        bf16::from_f32(f)
+    }
+}
+
 // Each step in f32, rounded back: equal, bit for bit, to the serial reference.
 macro_rules! ops_half {
     ($($t:ty),*) => {$(
         impl Sum for $t {
-            #[inline] fn add(acc: &mut Self, u: &Self) { *acc = <$t>::from_f32(acc.to_f32() + u.to_f32()) }
+            #[inline] fn add(acc: &mut Self, u: &Self) { *acc = <$t>::narrow(acc.widen() + u.widen()) }
         }
         impl Product for $t {
-            #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = <$t>::from_f32(acc.to_f32() * u.to_f32()) }
+            #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = <$t>::narrow(acc.widen() * u.widen()) }
             fn one() -> Self { <$t>::ONE }
         }
         impl Order for $t {
@@ -415,7 +443,7 @@ ops_half!(f16, bf16);
 macro_rules! average_half {
     ($($t:ty),*) => {$(
         impl Average for $t {
-            #[inline] fn average(acc: &mut Self, count: u64) { *acc = <$t>::from_f32(acc.to_f32() / count as f32) }
+            #[inline] fn average(acc: &mut Self, count: u64) { *acc = <$t>::narrow(acc.widen() / count as f32) }
         }
     )*};
 }
