@@ -11,6 +11,38 @@
 
 use half::f16;
 
+/// `a + b` computed in f32 and rounded back.
+#[inline(always)]
+pub(crate) fn add(a: f16, b: f16) -> f16 {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if hardware::available() {
+        return hardware::add(a, b);
+    }
+    arithmetic_add(a, b)
+}
+
+/// `a * b` computed in f32 (exactly: 11-bit significands) and rounded back.
+#[inline(always)]
+pub(crate) fn mul(a: f16, b: f16) -> f16 {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if hardware::available() {
+        return hardware::mul(a, b);
+    }
+    arithmetic_mul(a, b)
+}
+
+// Out of line where F16C may be taken, so that the step inlined into the
+// kernels is the short one (inline, the kernels' combine calls were not).
+#[cfg_attr(all(target_arch = "x86_64", not(miri)), inline(never))]
+fn arithmetic_add(a: f16, b: f16) -> f16 {
+    from_f32(to_f32(a) + to_f32(b))
+}
+
+#[cfg_attr(all(target_arch = "x86_64", not(miri)), inline(never))]
+fn arithmetic_mul(a: f16, b: f16) -> f16 {
+    from_f32(to_f32(a) * to_f32(b))
+}
+
 /// The exact float32 value of `h`; a NaN keeps its payload and is made
 /// quiet, as F16C's `vcvtph2ps` does.
 #[inline(always)]
@@ -61,6 +93,82 @@ pub(crate) fn from_f32(f: f32) -> f16 {
         ((rounded - ((127 - 15) << 23)) >> 13) as u16
     };
     f16::from_bits(sign | half_bits)
+}
+
+/// The same steps through F16C's conversions, written as inline assembly
+/// so that they inline into kernels built for any x86-64 (a function with
+/// `#[target_feature]` would not): a float16 scatter-add's combine went
+/// from 63 ms (the arithmetic above) to 16 ms for 8M updates on AMD EPYC
+/// family 25 model 1, against 14 ms for a plain 16-bit integer add.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[allow(unsafe_code)]
+mod hardware {
+    use half::f16;
+    use std::arch::asm;
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    /// `UNKNOWN` until [`detect`] has run, then `YES` or `NO`.
+    static F16C: AtomicU8 = AtomicU8::new(UNKNOWN);
+    const UNKNOWN: u8 = 0;
+    const NO: u8 = 1;
+    const YES: u8 = 2;
+
+    /// Whether the CPU (and the OS, for VEX encodings) runs F16C: one load
+    /// of a byte of ours, so the step stays small enough to inline (with
+    /// `is_x86_feature_detected!` inside, it was left a call per update).
+    #[inline(always)]
+    pub(super) fn available() -> bool {
+        match F16C.load(Ordering::Relaxed) {
+            YES => true,
+            NO => false,
+            _ => detect(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn detect() -> bool {
+        let yes = std::arch::is_x86_feature_detected!("f16c")
+            && std::arch::is_x86_feature_detected!("avx");
+        F16C.store(if yes { YES } else { NO }, Ordering::Relaxed);
+        yes
+    }
+
+    macro_rules! step {
+        ($name:ident, $op:literal) => {
+            /// Only where [`available`] holds.
+            #[inline(always)]
+            pub(super) fn $name(a: f16, b: f16) -> f16 {
+                let out: u32;
+                // SAFETY: F16C and AVX were detected by the caller
+                // (`available`); the block reads and writes only the
+                // registers named here. Rounding is to nearest, ties to
+                // even (immediate 0), whatever MXCSR says; the f32 step
+                // rounds as Rust's f32 arithmetic does.
+                unsafe {
+                    asm!(
+                        "vmovd {x}, {a:e}",
+                        "vmovd {y}, {b:e}",
+                        "vcvtph2ps {x}, {x}",
+                        "vcvtph2ps {y}, {y}",
+                        concat!($op, " {x}, {x}, {y}"),
+                        "vcvtps2ph {x}, {x}, 0",
+                        "vmovd {out:e}, {x}",
+                        a = in(reg) u32::from(a.to_bits()),
+                        b = in(reg) u32::from(b.to_bits()),
+                        out = lateout(reg) out,
+                        x = out(xmm_reg) _,
+                        y = out(xmm_reg) _,
+                        options(pure, nomem, nostack),
+                    );
+                }
+                // vcvtps2ph writes the half in the low 16 bits.
+                f16::from_bits(out as u16)
+            }
+        };
+    }
+    step!(add, "vaddss");
+    step!(mul, "vmulss");
 }
 
 #[cfg(test)]
@@ -133,6 +241,30 @@ mod tests {
                 "{f:e} ({:#010x})",
                 f.to_bits()
             );
+        }
+    }
+
+    #[test]
+    fn add_and_mul_round_once_from_the_f32_result() {
+        // Hardware and arithmetic paths alike (whichever this CPU takes):
+        // every pair on a grid of bit patterns, against half's conversions.
+        let step = if cfg!(miri) { 4099 } else { 61 };
+        let wide =
+            |a: f16, b: f16, op: fn(f32, f32) -> f32| f16::from_f32(op(a.to_f32(), b.to_f32()));
+        for a in (0..=u16::MAX).step_by(step).map(f16::from_bits) {
+            for b in (0..=u16::MAX).step_by(step * 7 + 2).map(f16::from_bits) {
+                for (ours, theirs) in [
+                    (add(a, b), wide(a, b, |x, y| x + y)),
+                    (mul(a, b), wide(a, b, |x, y| x * y)),
+                ] {
+                    // Of two NaN operands either may come through.
+                    if theirs.is_nan() {
+                        assert!(ours.is_nan(), "{a:?} {b:?}");
+                    } else {
+                        assert_eq!(ours.to_bits(), theirs.to_bits(), "{a:?} {b:?}");
+                    }
+                }
+            }
         }
     }
 

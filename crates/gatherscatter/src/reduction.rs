@@ -394,12 +394,18 @@ macro_rules! average_float {
 }
 average_float!(f32, f64);
 
-/// The 16-bit floats' way to f32 and back: float16 by inline arithmetic
-/// (see `float16`: `half` checks the CPU on every value), bfloat16 by
-/// `half`'s shifts.
+/// The 16-bit floats' steps in f32: float16 through `float16` (F16C
+/// inline, or inline arithmetic: `half` checks the CPU and calls out on
+/// every value), bfloat16 by `half`'s shifts.
 trait F32Steps: Copy {
     fn widen(self) -> f32;
     fn narrow(f: f32) -> Self;
+    fn add(self, u: Self) -> Self {
+        Self::narrow(self.widen() + u.widen())
+    }
+    fn mul(self, u: Self) -> Self {
+        Self::narrow(self.widen() * u.widen())
+    }
 }
 impl F32Steps for f16 {
     #[inline(always)]
@@ -409,6 +415,14 @@ impl F32Steps for f16 {
     #[inline(always)]
     fn narrow(f: f32) -> Self {
         crate::float16::from_f32(f)
+    }
+    #[inline(always)]
+    fn add(self, u: Self) -> Self {
+        crate::float16::add(self, u)
+    }
+    #[inline(always)]
+    fn mul(self, u: Self) -> Self {
+        crate::float16::mul(self, u)
     }
 }
 impl F32Steps for bf16 {
@@ -426,10 +440,10 @@ impl F32Steps for bf16 {
 macro_rules! ops_half {
     ($($t:ty),*) => {$(
         impl Sum for $t {
-            #[inline] fn add(acc: &mut Self, u: &Self) { *acc = <$t>::narrow(acc.widen() + u.widen()) }
+            #[inline] fn add(acc: &mut Self, u: &Self) { *acc = F32Steps::add(*acc, *u) }
         }
         impl Product for $t {
-            #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = <$t>::narrow(acc.widen() * u.widen()) }
+            #[inline] fn mul(acc: &mut Self, u: &Self) { *acc = F32Steps::mul(*acc, *u) }
             fn one() -> Self { <$t>::ONE }
         }
         impl Order for $t {
