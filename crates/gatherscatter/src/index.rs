@@ -192,6 +192,22 @@ fn canonical<I: IndexElement>(v: I) -> i64 {
     v.to_i64_or_max()
 }
 
+/// [`AxisRule::position`] with the rule's negative shift already read, for
+/// loops where the rule's flag would not stay in a register.
+#[inline(always)]
+pub(crate) fn position_shifted(v: i64, negative_shift: i64) -> usize {
+    // Sizes come from allocated slices, so they fit in i64. The shift is
+    // loop-invariant and the sign mask branch-free: the fused loops pay
+    // one bounds compare per element and no sign branch.
+    let wrapped = v.wrapping_add((v >> 63) & negative_shift);
+    // A negative result is out of range: as a 64-bit usize it is at least
+    // 2^63, above any size. Narrower targets saturate instead.
+    #[cfg(target_pointer_width = "64")]
+    return wrapped as usize;
+    #[cfg(not(target_pointer_width = "64"))]
+    return usize::try_from(wrapped).unwrap_or(usize::MAX);
+}
+
 /// How index values along one data axis are checked and resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AxisRule {
@@ -210,16 +226,7 @@ impl AxisRule {
     /// arithmetic.
     #[inline(always)]
     pub(crate) fn position(&self, v: i64) -> usize {
-        // Sizes come from allocated slices, so they fit in i64. The shift is
-        // loop-invariant and the sign mask branch-free: the fused loops pay
-        // one bounds compare per element and no sign branch.
-        let wrapped = v.wrapping_add((v >> 63) & self.negative_shift());
-        // A negative result is out of range: as a 64-bit usize it is at least
-        // 2^63, above any size. Narrower targets saturate instead.
-        #[cfg(target_pointer_width = "64")]
-        return wrapped as usize;
-        #[cfg(not(target_pointer_width = "64"))]
-        return usize::try_from(wrapped).unwrap_or(usize::MAX);
+        position_shifted(v, self.negative_shift())
     }
 
     /// What a negative index is shifted by: the axis size where negatives

@@ -255,6 +255,84 @@ fn scatter_reduce_max_and_min_without_self_split_among_tasks_match_the_reference
     }
 }
 
+/// ScatterReduce onto one slab along the last axis, each value and its
+/// count side by side: targets named more than 65,535 times (past a 16-bit
+/// cell, so counts spill) and a target never named (it keeps data's
+/// value). The mean and sum, with and without `self`, equal a serial loop
+/// written from the formula, bit for bit, on 1, 2, 3 and 5 threads; a bad
+/// index is named where a serial loop meets it.
+#[test]
+fn scatter_reduce_counts_past_a_16_bit_cell_match_the_formula() {
+    use gatherscatter::{Aggregate, ScatterReduce};
+    let size = 5;
+    let data_values = floats(size, 3);
+    let data = Tensor::new(vec![1, size], data_values.clone()).unwrap();
+    let n = 300_000;
+    // Targets 0-3 only (about 75,000 each), every third in its negative
+    // form; target 4 never.
+    let idx_values: Vec<i64> = hashed_indices(n, 4)
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| v.rem_euclid(4) - if k % 3 == 0 { size as i64 } else { 0 })
+        .collect();
+    let upd_values = floats(n, 19);
+    let idx = Tensor::new(vec![1, n], idx_values.clone()).unwrap();
+    let updates = Tensor::new(vec![1, n], upd_values.clone()).unwrap();
+    for (reduce, include_self) in [
+        (Aggregate::Mean, true),
+        (Aggregate::Mean, false),
+        (Aggregate::Sum, false),
+    ] {
+        let op = ScatterReduce::new(1, reduce).include_self(include_self);
+        let out = same_for_every_thread_count(|| op.run(&data, &idx, &updates).unwrap());
+        let mut sums = data_values.clone();
+        let mut counts = vec![u64::from(include_self); size];
+        for (&v, &u) in idx_values.iter().zip(&upd_values) {
+            let t = v.rem_euclid(size as i64) as usize;
+            sums[t] = if counts[t] == 0 { u } else { sums[t] + u };
+            counts[t] += 1;
+        }
+        let expected: Vec<f32> = sums
+            .iter()
+            .zip(&counts)
+            .zip(&data_values)
+            .map(|((&s, &c), &d)| match (reduce, c) {
+                (_, 0) => d,
+                (Aggregate::Mean, c) => s / c as f32,
+                _ => s,
+            })
+            .collect();
+        assert!(counts[..4].iter().all(|&c| c > 65_535), "{counts:?}");
+        let expected = Tensor::new(vec![1, size], expected).unwrap();
+        assert_eq!(
+            exact(&out),
+            exact(&expected),
+            "{reduce:?} self {include_self}"
+        );
+    }
+    // A bad index late, and two bad ones: every thread count names the
+    // first in order.
+    for bad in [vec![299_000], vec![150_000, 250_000]] {
+        let mut values = idx_values.clone();
+        for &p in &bad {
+            values[p] = size as i64 + p as i64;
+        }
+        let idx = Tensor::new(vec![1, n], values).unwrap();
+        for threads in [1, 2, 3] {
+            let err = in_pool(threads, || {
+                ScatterReduce::new(1, Aggregate::Mean)
+                    .run(&data, &idx, &updates)
+                    .unwrap_err()
+            });
+            let message = err.to_string();
+            assert!(
+                message.contains(&format!("indices[0, {}]", bad[0])),
+                "{threads} threads, bad at {bad:?}: {message}"
+            );
+        }
+    }
+}
+
 /// An out-of-range index in a later run of a split scatter, or in several
 /// runs, is reported at the first position a serial loop meets.
 #[test]
