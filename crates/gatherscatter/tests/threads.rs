@@ -681,8 +681,9 @@ proptest! {
     }
 }
 
-/// ScatterReduce on one slab (each task walks every update and keeps its
-/// own range of the output) and on many slabs (each task owns whole slabs):
+/// ScatterReduce on one slab (one task, or for max and min without `self`
+/// runs of the updates folded apart and merged) and on many slabs (each
+/// task owns whole slabs):
 /// the same bits for every thread count and aggregate, with and without
 /// `self`, and equal to the one-thread formula where exact.
 #[test]
