@@ -178,6 +178,56 @@ fn scatters_too_few_slabs_to_split_match_the_reference() {
     }
 }
 
+/// One slab along axis 0 with rows too short for a column task per
+/// quarter thread but long enough for two or three (192 and 130 columns,
+/// tasks of at least 64): the columns split among as many tasks as they
+/// allow, each walking every index row; on one thread one column task.
+/// Every reduction against the reference, bit for bit on 1, 2, 3 and 5
+/// threads, and a bad index in the last task's columns named where a
+/// serial loop meets it.
+#[test]
+fn scatters_along_axis_0_onto_rows_of_a_few_column_tasks_match_the_reference() {
+    for shape in [vec![64, 8, 192], vec![48, 12, 130]] {
+        let len: usize = shape.iter().product();
+        let data = Tensor::new(shape.clone(), floats(len, 5)).unwrap();
+        let idx_shape = vec![shape[0] * 2, shape[1], shape[2]];
+        let n: usize = idx_shape.iter().product();
+        let idx_values = indices(n, shape[0], 17);
+        let upd_values = floats(n, 23);
+        let idx = Tensor::new(idx_shape.clone(), idx_values.clone()).unwrap();
+        let updates = Tensor::new(idx_shape.clone(), upd_values.clone()).unwrap();
+        for reduction in Reduction::ALL {
+            let out = same_for_every_thread_count(|| {
+                ScatterElements::new(0)
+                    .reduction(reduction)
+                    .run(&data, &idx, &updates)
+                    .unwrap()
+            });
+            let expected =
+                reference_scatter(&data, &idx_values, &idx_shape, &upd_values, 0, reduction);
+            assert_eq!(exact(&out), exact(&expected), "{shape:?}, {reduction:?}");
+        }
+        let mut bad = idx_values.clone();
+        let (row, column) = (shape[0] + 3, shape[2] - 2);
+        let at = (row * shape[1] + 1) * shape[2] + column;
+        bad[at] = shape[0] as i64;
+        let bad = Tensor::new(idx_shape.clone(), bad).unwrap();
+        for threads in [1, 2, 3] {
+            let err = in_pool(threads, || {
+                ScatterElements::new(0)
+                    .reduction(Reduction::Add)
+                    .run(&data, &bad, &updates)
+                    .unwrap_err()
+            });
+            let message = err.to_string();
+            assert!(
+                message.contains(&format!("indices[{row}, 1, {column}]")),
+                "{shape:?}, {threads} threads: {message}"
+            );
+        }
+    }
+}
+
 /// Max and min with many more updates than output elements, on one slab:
 /// tasks fold runs of the updates into copies of data and merge them.
 /// NaNs with distinct payloads and both zeros in data and updates: the
