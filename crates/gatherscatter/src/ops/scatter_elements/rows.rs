@@ -58,15 +58,14 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
     }
     // Few slabs but long rows: each task owns a range of the last dim in
     // every output row (W7-like fan-in along an outer axis), as many tasks
-    // as the rows' length allows: on one thread one task, on more at least
-    // two. (Asking for a task per quarter thread or none sent a
-    // [256, 64, 256] add along axis 0 to the one-task row loop on two
-    // threads: 30-56 ms, against 12-14 ms for the one column task on one
-    // thread and 7-8 ms for four on two.)
-    let column_tasks = (last / MIN_COLUMNS_PER_TASK).min(tasks);
-    let by_columns = axis < rank - 1
-        && slabs < tasks.max(2)
-        && (column_tasks >= 2 || (tasks == 1 && column_tasks == 1));
+    // as the rows' length allows, one at the least: the one-task column
+    // walk beats the row loop. (Asking for a task per quarter thread or
+    // none sent a [256, 64, 256] add along axis 0 to the row loop on two
+    // threads: 30-56 ms, against 12-14 ms for one column task on one
+    // thread and 7-8 ms for four on two; complex128 rows of 64, 45 ms
+    // against 7.)
+    let column_tasks = (last / MIN_COLUMNS_PER_TASK).clamp(1, tasks);
+    let by_columns = axis < rank - 1 && last >= MIN_COLUMNS_PER_TASK && slabs < tasks.max(2);
     // A single slab (a one-dim scatter, or any along axis 0) goes to the
     // serial loop or to tasks that split the updates, even when the output
     // is too small to split: the updates may still be many.
