@@ -96,7 +96,13 @@ impl<T: Clone, Y: Cell> Tally<T, Y> {
         let Tally { slots, spilled } = self;
         for (s, (out, (mut value, cell))) in part.iter_mut().zip(slots).enumerate() {
             if C::FINISHES {
-                let count = cell.count() + spilled.get(&s).copied().unwrap_or(0);
+                // No hashing per element in the common case of no spills.
+                let spill = if spilled.is_empty() {
+                    0
+                } else {
+                    spilled.get(&s).copied().unwrap_or(0)
+                };
+                let count = cell.count() + spill;
                 if count > 0 {
                     C::finish(&mut value, count + u64::from(Y::WITH_SELF));
                 }
