@@ -94,6 +94,10 @@ pub(crate) struct WideIndices<'a> {
 /// Most indices [`IndexReader::try_chunks`] widens at once: 8 KiB, in L1.
 pub(crate) const WIDEN_CHUNK: usize = 1024;
 
+/// Most indices [`WideIndices::with_all_small`] takes: the small-call
+/// paths' limit, 2 KiB of `i64` on the stack.
+pub(crate) const SMALL_INDICES: usize = 256;
+
 /// Reads [`WideIndices`] as canonical `i64`s, widening into a buffer of its
 /// own (grown to at most [`WIDEN_CHUNK`], once, not cleared per call: rows
 /// of a few indices each are read one call a row).
@@ -174,6 +178,21 @@ impl<'a> WideIndices<'a> {
     /// object needs a sized value behind it).
     pub(crate) fn new<I: IndexElement>(values: &'a &'a [I]) -> WideIndices<'a> {
         WideIndices { values }
+    }
+
+    /// Call `f` with the canonical values of all the indices, which must
+    /// number at most [`SMALL_INDICES`]: the caller's slice itself for `i64`,
+    /// else widened into a buffer on the stack. The small-call paths read
+    /// indices this way, with no allocation for the widening buffer.
+    #[inline]
+    pub(crate) fn with_all_small<R>(&self, f: impl FnOnce(&[i64]) -> R) -> R {
+        if let Some(all) = self.values.as_i64() {
+            return f(all);
+        }
+        let mut buffer = [0i64; SMALL_INDICES];
+        let wide = &mut buffer[..self.values.len().min(SMALL_INDICES)];
+        self.values.widen(0, wide);
+        f(wide)
     }
 
     /// A reader of these indices with its own widening buffer: one per task.

@@ -448,7 +448,12 @@ fn case() -> impl Strategy<Value = Case> {
         )
 }
 
+/// [`check_case_once`] on the small-call path and on the general kernels.
 fn check_case<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
+    on_small_and_general_paths(|| check_case_once::<T>(case))
+}
+
+fn check_case_once<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
     let data: Vec<T> = case.seeds.iter().map(|&s| T::from_seed(s)).collect();
     let reference = reference_gather_elements(
         &data,

@@ -582,6 +582,18 @@ pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
     }
 }
 
+/// Run `check` under `auto`, then again with a knob forced (cached stores,
+/// which `auto` also picks for outputs this small): a forced knob turns the
+/// small-call paths off, so small shapes reach both those paths and the
+/// general kernels.
+pub fn on_small_and_general_paths(
+    mut check: impl FnMut() -> Result<(), proptest::test_runner::TestCaseError>,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use gatherscatter::tuning::{self, Stores, Tuning};
+    check()?;
+    tuning::scoped(Tuning::AUTO.with_stores(Stores::Cached), check)
+}
+
 /// The op's result must equal the reference's (by `same`, element by
 /// element), or be an out-of-bounds error where the reference rejects.
 pub fn check_against_reference<T: Element>(
