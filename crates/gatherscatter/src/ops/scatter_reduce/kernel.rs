@@ -15,6 +15,7 @@
 
 mod split;
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use crate::dtype::DType;
@@ -49,8 +50,14 @@ pub(crate) fn scatter_reduce<T: Clone + Send + Sync, C: Combine<T>>(
     include_self: bool,
 ) -> Result<(), Stop> {
     if !C::FINISHES && include_self {
-        // ScatterElements with a reduction exactly, and its tuned kernel.
-        return scatter::<T, T, C>(data, out, g, indices, updates).map_err(Stop::BadIndex);
+        // ScatterElements with a reduction exactly, and its tuned kernel,
+        // the one compiled for fresh outputs.
+        // SAFETY: that kernel stores only values through its slots, never
+        // uninitialised memory, so `out` stays initialised.
+        #[allow(unsafe_code)]
+        let slots = unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) };
+        return scatter::<T, MaybeUninit<T>, C>(data, slots, g, indices, updates)
+            .map_err(Stop::BadIndex);
     }
     copy_into(data, out);
     if include_self {
