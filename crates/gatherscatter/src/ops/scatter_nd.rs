@@ -294,19 +294,22 @@ impl ScatterND {
             scatter_slices::<_, _, Overwrite>(source, out, offsets, upd, block);
             Ok::<(), Infallible>(())
         };
-        // Reductions start from zeroed memory, as ScatterElements' do (one
-        // compiled kernel per dtype and reduction, not two).
+        // Reductions write into the fresh memory as well, through the
+        // kernel that serves caller's buffers (see `fill`), never zeroed
+        // first.
+        let reduce = |out: &mut [MaybeUninit<T>]| self.reduce(data, offsets, updates, block, out);
         // SAFETY: `scatter_slices` writes every slot before it returns: its
-        // tasks' chunks cover the output and each stores data's words into
-        // all of its chunk first (`super::copy_then`).
+        // tasks' chunks cover the output and each stores data's values into
+        // all of its chunk first (`super::copy_then`). `reduce` returns `Ok`
+        // only after `scatter_slices` ran.
         #[allow(unsafe_code)]
         let written = match self.reduction {
-            Reduction::None => unsafe { uninit::new_vec_written::<T, Infallible>(len, overwrite) },
-            _ => None,
+            Reduction::None => unsafe { uninit::new_vec_written::<T, Infallible>(len, overwrite) }
+                .map(|written| written.map_err(|never| match never {})),
+            _ => unsafe { uninit::new_vec_of::<T, Error>(len, reduce) },
         };
         let out = match written {
-            Some(Ok(out)) => out,
-            Some(Err(never)) => match never {},
+            Some(out) => out?,
             None => {
                 let mut out = super::alloc_output::<T>(len)?;
                 self.fill(data, offsets, updates, block, &mut out)?;
@@ -342,17 +345,38 @@ impl ScatterND {
                 );
                 Ok(())
             }
-            reduction => T::with_combine(
-                reduction,
-                ApplySlices {
-                    source,
-                    out,
-                    offsets,
-                    upd,
-                    block,
-                },
-            ),
+            _ => {
+                // SAFETY: the reduction kernel stores only values (clones of
+                // data's and combined updates, through `Slot`), never
+                // uninitialised memory, so `out` is still initialised after
+                // it; one kernel then serves fresh and caller's outputs.
+                #[allow(unsafe_code)]
+                let slots = unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) };
+                self.reduce(data, offsets, updates, block, slots)
+            }
         }
+    }
+
+    /// The reduction kernel into `out`, every slot of which it writes; an
+    /// error when the dtype does not define the reduction.
+    fn reduce<T: Element>(
+        &self,
+        data: TypedView<'_, T>,
+        offsets: &[usize],
+        updates: TypedView<'_, T>,
+        block: usize,
+        out: &mut [MaybeUninit<T>],
+    ) -> Result<()> {
+        T::with_combine(
+            self.reduction,
+            ApplySlices {
+                source: data.data(),
+                out,
+                offsets,
+                upd: updates.data(),
+                block,
+            },
+        )
     }
 }
 
@@ -360,7 +384,7 @@ impl ScatterND {
 /// dtype's combine rule.
 struct ApplySlices<'a, T> {
     source: &'a [T],
-    out: &'a mut [T],
+    out: &'a mut [MaybeUninit<T>],
     offsets: &'a [usize],
     upd: &'a [T],
     block: usize,
@@ -370,7 +394,13 @@ impl<T: Element> CombineKernel<T> for ApplySlices<'_, T> {
     type Output = ();
 
     fn run<C: Combine<T>>(self) {
-        scatter_slices::<T, T, C>(self.source, self.out, self.offsets, self.upd, self.block)
+        scatter_slices::<T, MaybeUninit<T>, C>(
+            self.source,
+            self.out,
+            self.offsets,
+            self.upd,
+            self.block,
+        )
     }
 }
 
