@@ -70,25 +70,28 @@ fn fill_words<T: Element, I: IndexElement, O: Slot<T::Word> + 'static>(
     if plan.output_len == 0 {
         return Ok(());
     }
-    let found = if plan.output_len <= SMALL_INDICES && knobs::in_force() == Tuning::AUTO {
-        gather_small(
-            T::as_words(data.data()),
-            data.shape(),
-            indices.shape(),
-            WideIndices::new(&indices.data()),
-            &plan.rule,
-            out,
-        )
-    } else {
-        gather_rows(
-            T::as_words(data.data()),
-            data.shape(),
-            indices.shape(),
-            WideIndices::new(&indices.data()),
-            &plan.rule,
-            out,
-        )
-    };
+    type Kernel<W, O> = fn(
+        &[W],
+        &[usize],
+        &[usize],
+        WideIndices,
+        &AxisRule,
+        &mut [O],
+    ) -> std::result::Result<(), usize>;
+    let kernel: Kernel<T::Word, O> =
+        if plan.output_len <= SMALL_INDICES && knobs::in_force() == Tuning::AUTO {
+            gather_small
+        } else {
+            gather_rows
+        };
+    let found = kernel(
+        T::as_words(data.data()),
+        data.shape(),
+        indices.shape(),
+        WideIndices::new(&indices.data()),
+        &plan.rule,
+        out,
+    );
     found.map_err(|found| first_bad_index(indices, plan.rule, found))
 }
 

@@ -9,7 +9,7 @@ mod split;
 
 use std::mem::MaybeUninit;
 
-pub(crate) use self::rows::{scatter, Geometry};
+pub(crate) use self::rows::{scatter, try_for_each_target, Geometry};
 pub(crate) use self::split::split_tasks;
 
 use crate::display::Dims;

@@ -110,6 +110,19 @@ fn scatter_small<W: Clone, C: Combine<W>>(
     indices: &[i64],
     updates: &[W],
 ) -> Result<(), usize> {
+    try_for_each_target(g, indices, |k, target| {
+        C::combine(&mut out[target], &updates[k]);
+    })
+}
+
+/// The small-call walk of the scatters: `f(k, target)` for each index in
+/// row-major order, `k` its flat position and `target` the output element
+/// it names; `Err(k)` at the first index out of range.
+pub(crate) fn try_for_each_target(
+    g: &Geometry<'_>,
+    indices: &[i64],
+    mut f: impl FnMut(usize, usize),
+) -> Result<(), usize> {
     let axis_stride = strides(g.data_shape)[g.rule.axis];
     let shift = g.rule.negative_shift();
     try_for_each_off_axis_offset(g.indices_shape, g.data_shape, g.rule.axis, |k, offset| {
@@ -117,7 +130,7 @@ fn scatter_small<W: Clone, C: Combine<W>>(
         if at >= g.rule.size {
             return Err(k);
         }
-        C::combine(&mut out[offset + at * axis_stride], &updates[k]);
+        f(k, offset + at * axis_stride);
         Ok(())
     })
 }

@@ -26,9 +26,9 @@ use crate::mem::prefetch::{
     prefetch_item, prefetch_streams, STREAM_AHEAD, STREAM_CHUNK, TARGET_AHEAD,
 };
 use crate::ops::copy_into;
-use crate::ops::scatter_elements::{scatter, Geometry};
+use crate::ops::scatter_elements::{scatter, try_for_each_target, Geometry};
 use crate::reduction::Combine;
-use crate::shape::{strides, try_for_each_off_axis_offset, IndexRows, RowBases};
+use crate::shape::{strides, IndexRows, RowBases};
 
 /// Why a call stopped: an index out of range at a flat position of the
 /// indices, or a tally that could not be allocated (its cells' count and
@@ -273,17 +273,9 @@ fn run_small<T: Clone, C: Combine<T>, Y: Cell>(
     updates: &[T],
 ) -> Result<(), usize> {
     let mut cells = [Y::default(); SMALL_INDICES];
-    let axis_stride = strides(g.data_shape)[g.rule.axis];
-    let shift = g.rule.negative_shift();
-    try_for_each_off_axis_offset(g.indices_shape, g.data_shape, g.rule.axis, |k, offset| {
-        let at = position_shifted(indices[k], shift);
-        if at >= g.rule.size {
-            return Err(k);
-        }
-        let target = offset + at * axis_stride;
+    try_for_each_target(g, indices, |k, target| {
         let spilled = cells[target].apply::<T, C>(&mut out[target], &updates[k]);
         debug_assert!(!spilled, "a cell counts past {SMALL_INDICES} updates");
-        Ok(())
     })?;
     if C::FINISHES {
         for (value, cell) in out.iter_mut().zip(cells) {
