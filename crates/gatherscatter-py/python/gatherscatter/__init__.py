@@ -47,6 +47,7 @@ from ._native import (
     set_cache_limit,
     set_num_threads,
     set_tuning,
+    take,
     tensor_scatter,
     tuning_report,
 )
@@ -56,7 +57,6 @@ from ._numpy import (
     minimum_at,
     multiply_at,
     put_along_axis,
-    take,
     take_along_axis,
 )
 from . import grad

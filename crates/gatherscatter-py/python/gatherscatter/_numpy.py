@@ -36,32 +36,12 @@ def _integer_indices(indices: Any, what: str = "indices") -> np.ndarray:
     return idx
 
 
-def take(a: Any, indices: Any, axis: Optional[int] = None, out: Optional[np.ndarray] = None,
-         mode: str = "raise", *, fill_value: Any = None, threads: Optional[int] = None) -> Any:
-    """``numpy.take``: elements of ``a`` at ``indices`` along ``axis``
-    (of the flattened ``a`` when ``axis`` is None).
-
-    ``mode="raise"`` (the default) raises ``OutOfBoundsError``, an
-    ``IndexError``, for an index outside ``[-n, n)``; ``"wrap"`` takes indices
-    modulo ``n``; ``"clip"`` clips them to ``[0, n - 1]`` (negative indices
-    clip to 0, as numpy's; ``gather(mode="clip")`` counts them from the end
-    first, as JAX); ``"fill"`` (JAX's) gives ``fill_value`` (default: NaN,
-    the most negative integer, ...) where an index is out of range. An empty
-    axis has nothing to wrap or clip to: ``OutOfBoundsError``. A 0-d result
-    is returned as a numpy scalar, as numpy does.
-
-    >>> import numpy as np, gatherscatter as gs
-    >>> gs.take(np.array([4, 3, 5, 7, 6, 8]), [0, 1, 4])
-    array([4, 3, 6])
-    >>> gs.take(np.array([4, 3, 5]), [-1, 5], mode="clip")
-    array([4, 5])
-    """
-    if (mode == "raise" and axis is not None and fill_value is None
-            and type(indices) is np.ndarray and indices.dtype.kind in "iu"):
-        # The common call goes straight to the kernel, which makes numpy's
-        # checks itself: the steps below cost as much as a tiny take.
-        result = _native.gather(a, indices, axis, out=out, threads=threads)
-        return result[()] if out is None and result.ndim == 0 else result
+def take_general(a: Any, indices: Any, axis: Optional[int] = None,
+                 out: Optional[np.ndarray] = None, mode: str = "raise", *,
+                 fill_value: Any = None, threads: Optional[int] = None) -> Any:
+    """The calls of ``gatherscatter.take`` (native) that its own path does
+    not take: ``axis=None``, modes other than ``"raise"``, indices that are
+    not an integer ndarray. Same arguments and results."""
     a = np.asarray(a)
     idx = _integer_indices(indices)
     if axis is None:
