@@ -9,7 +9,7 @@ use std::fmt;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
-use crate::shape::unravel;
+use crate::shape::{strides, unravel, RowBases};
 use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
 
@@ -97,6 +97,49 @@ pub(crate) const WIDEN_CHUNK: usize = 1024;
 /// Most indices [`WideIndices::with_all_small`] takes: the small-call
 /// paths' limit, 2 KiB of `i64` on the stack.
 pub(crate) const SMALL_INDICES: usize = 256;
+
+/// Whether an elements op's call of `outputs` output elements and `indices`
+/// indices takes its small-call path ([`try_for_each_target`]): both at
+/// most [`SMALL_INDICES`], and no tuning knob forced (a forced knob sends
+/// small calls to the general kernels, which is how the tests reach those
+/// on small shapes).
+pub(crate) fn takes_small_path(outputs: usize, indices: usize) -> bool {
+    outputs <= SMALL_INDICES
+        && indices <= SMALL_INDICES
+        && crate::mem::knobs::in_force() == crate::mem::knobs::Tuning::AUTO
+}
+
+/// The small-call walk of the elements ops: `f(k, target)` for each index
+/// in row-major order, `k` its flat position and `target` the flat position
+/// in data (or a scatter's output) of the element it names; `Err(k)` at the
+/// first index out of range. One walk, with no row, tile, slab or task
+/// planning, which on an 8x4 call cost more than the walk itself. The
+/// indices' shape must be checked against data's, as for [`RowBases`].
+pub(crate) fn try_for_each_target(
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    rule: &AxisRule,
+    indices: &[i64],
+    mut f: impl FnMut(usize, usize),
+) -> std::result::Result<(), usize> {
+    let last = indices_shape.len() - 1;
+    let row_len = indices_shape[last];
+    let axis_stride = strides(data_shape)[rule.axis];
+    // Along an outer axis, element k of a row sits k words past the row's base.
+    let column_step = usize::from(rule.axis != last);
+    let shift = rule.negative_shift();
+    for (row, base) in RowBases::new(indices_shape, data_shape, rule.axis).enumerate() {
+        for column in 0..row_len {
+            let k = row * row_len + column;
+            let at = position_shifted(indices[k], shift);
+            if at >= rule.size {
+                return Err(k);
+            }
+            f(k, base + column * column_step + at * axis_stride);
+        }
+    }
+    Ok(())
+}
 
 /// Reads [`WideIndices`] as canonical `i64`s, widening into a buffer of its
 /// own (grown to at most [`WIDEN_CHUNK`], once, not cleared per call: rows

@@ -333,30 +333,6 @@ impl Iterator for RowBases {
     }
 }
 
-/// Call `f(flat, offset)` for each element of an indices tensor in
-/// row-major order: its flat position and the data offset of its element
-/// with the axis coordinate left out (add `i * axis_stride` for the
-/// element at `i` along the axis). Stops at the first `Err`. The
-/// small-call paths of the elements ops walk their indices this way, the
-/// same requirements as [`RowBases`].
-pub(crate) fn try_for_each_off_axis_offset<E>(
-    indices_shape: &[usize],
-    data_shape: &[usize],
-    axis: usize,
-    mut f: impl FnMut(usize, usize) -> Result<(), E>,
-) -> Result<(), E> {
-    let last = indices_shape.len() - 1;
-    let row_len = indices_shape[last];
-    // Along an outer axis, element k of a row sits k words past the row's base.
-    let column_step = usize::from(axis != last);
-    for (row, base) in RowBases::new(indices_shape, data_shape, axis).enumerate() {
-        for k in 0..row_len {
-            f(row * row_len + k, base + k * column_step)?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -134,6 +134,20 @@ unsafe impl<W: Send> Slot<W> for MaybeUninit<W> {
     }
 }
 
+/// A caller's initialised `values` as slots, for the kernels compiled for
+/// fresh outputs: one reduction kernel per dtype then serves fresh outputs
+/// and caller's buffers alike.
+///
+/// # Safety
+/// Only initialised values may be stored through the slots while they are
+/// borrowed (as every [`Slot`] method stores), so that `values` is still
+/// initialised when the borrow ends.
+pub(crate) unsafe fn as_slots<T>(values: &mut [T]) -> &mut [MaybeUninit<T>] {
+    // SAFETY: `MaybeUninit<T>` has the layout of `T`, the borrow is
+    // exclusive, and the caller keeps every slot initialised.
+    unsafe { &mut *(std::ptr::from_mut(values) as *mut [MaybeUninit<T>]) }
+}
+
 /// A new vector of `len` elements written by `write` through their words,
 /// never zeroed first: [`new_vec_of`] for kernels that move words. `None`
 /// also when `T`'s word differs from it in size or alignment.

@@ -346,12 +346,9 @@ impl ScatterND {
                 Ok(())
             }
             _ => {
-                // SAFETY: the reduction kernel stores only values (clones of
-                // data's and combined updates, through `Slot`), never
-                // uninitialised memory, so `out` is still initialised after
-                // it; one kernel then serves fresh and caller's outputs.
+                // SAFETY: the reduction kernel stores through `Slot` only.
                 #[allow(unsafe_code)]
-                let slots = unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) };
+                let slots = unsafe { uninit::as_slots(out) };
                 self.reduce(data, offsets, updates, block, slots)
             }
         }

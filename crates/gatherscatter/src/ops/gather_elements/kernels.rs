@@ -4,18 +4,16 @@
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::index::{
-    first_bad_index, position_shifted, AxisRule, IndexElement, IndexReader, WideIndices,
-    SMALL_INDICES,
+    first_bad_index, takes_small_path, try_for_each_target, AxisRule, IndexElement, IndexReader,
+    WideIndices,
 };
-use crate::mem::knobs::{self, Tuning};
+use crate::mem::knobs;
 use crate::mem::parallel;
 use crate::mem::prefetch::{load_lines, prefetch_items, prefetch_items_to_l2, LINE};
 use crate::mem::stream::{self, store_fence};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::alloc_output;
-use crate::shape::{
-    rank_without_trailing_ones, strides, try_for_each_off_axis_offset, RowBases, SmallDims,
-};
+use crate::shape::{rank_without_trailing_ones, strides, RowBases, SmallDims};
 use crate::tensor::{TypedTensor, TypedView};
 
 use std::mem::MaybeUninit;
@@ -70,21 +68,7 @@ fn fill_words<T: Element, I: IndexElement, O: Slot<T::Word> + 'static>(
     if plan.output_len == 0 {
         return Ok(());
     }
-    type Kernel<W, O> = fn(
-        &[W],
-        &[usize],
-        &[usize],
-        WideIndices,
-        &AxisRule,
-        &mut [O],
-    ) -> std::result::Result<(), usize>;
-    let kernel: Kernel<T::Word, O> =
-        if plan.output_len <= SMALL_INDICES && knobs::in_force() == Tuning::AUTO {
-            gather_small
-        } else {
-            gather_rows
-        };
-    let found = kernel(
+    let found = gather_rows(
         T::as_words(data.data()),
         data.shape(),
         indices.shape(),
@@ -93,33 +77,6 @@ fn fill_words<T: Element, I: IndexElement, O: Slot<T::Word> + 'static>(
         out,
     );
     found.map_err(|found| first_bad_index(indices, plan.rule, found))
-}
-
-/// Calls of at most [`SMALL_INDICES`] outputs, under `auto`: one scalar
-/// walk in row-major order, without the row, tile and task planning of
-/// [`gather_rows`], which on an 8x4 output from 8x8 data cost twice the
-/// walk itself. A forced knob sends small calls to [`gather_rows`]
-/// instead, which is how the tests reach its kernels on small shapes.
-fn gather_small<W: Clone, O: Slot<W>>(
-    data: &[W],
-    data_shape: &[usize],
-    indices_shape: &[usize],
-    indices: WideIndices,
-    rule: &AxisRule,
-    out: &mut [O],
-) -> std::result::Result<(), usize> {
-    let axis_stride = strides(data_shape)[rule.axis];
-    let shift = rule.negative_shift();
-    indices.with_all_small(|idx| {
-        try_for_each_off_axis_offset(indices_shape, data_shape, rule.axis, |k, offset| {
-            let at = position_shifted(idx[k], shift);
-            if at >= rule.size {
-                return Err(k);
-            }
-            out[k].put(data[offset + at * axis_stride].clone());
-            Ok(())
-        })
-    })
 }
 
 /// Requires a non-empty output and an indices shape checked by
@@ -134,6 +91,13 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static>(
     rule: &AxisRule,
     out: &mut [O],
 ) -> std::result::Result<(), usize> {
+    if takes_small_path(out.len(), out.len()) {
+        return indices.with_all_small(|idx| {
+            try_for_each_target(data_shape, indices_shape, rule, idx, |k, at| {
+                out[k].put(data[at].clone())
+            })
+        });
+    }
     let axis = rule.axis;
     let (data_shape, indices_shape) = merge_dims_after_axis(data_shape, indices_shape, axis);
     let (data_shape, indices_shape) = (&data_shape[..], &indices_shape[..]);

@@ -9,7 +9,7 @@ mod split;
 
 use std::mem::MaybeUninit;
 
-pub(crate) use self::rows::{scatter, try_for_each_target, Geometry};
+pub(crate) use self::rows::{scatter, Geometry};
 pub(crate) use self::split::split_tasks;
 
 use crate::display::Dims;
@@ -456,12 +456,9 @@ impl ScatterElements {
                 T::as_words(upd),
             )),
             _ => {
-                // SAFETY: the reduction kernel stores only values (clones of
-                // data's and combined updates, through `Slot`), never
-                // uninitialised memory, so `out` is still initialised after
-                // it; one kernel then serves fresh and caller's outputs.
+                // SAFETY: the reduction kernel stores through `Slot` only.
                 #[allow(unsafe_code)]
-                let slots = unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) };
+                let slots = unsafe { uninit::as_slots(out) };
                 self.reduce(data, &g, idx, updates, slots)
             }
         }

@@ -10,8 +10,7 @@
 use std::ops::Range;
 
 use super::split::scatter_split;
-use crate::index::{position_shifted, AxisRule, SMALL_INDICES};
-use crate::mem::knobs::{self, Tuning};
+use crate::index::{takes_small_path, try_for_each_target, AxisRule};
 use crate::mem::parallel;
 use crate::mem::prefetch::{
     prefetch_item, prefetch_items, prefetch_streams, PREFETCH_TARGETS_ABOVE, STREAM_AHEAD,
@@ -19,9 +18,7 @@ use crate::mem::prefetch::{
 };
 use crate::mem::uninit::Slot;
 use crate::reduction::Combine;
-use crate::shape::{
-    rank_without_trailing_ones, strides, try_for_each_off_axis_offset, IndexRows, RowBases,
-};
+use crate::shape::{rank_without_trailing_ones, strides, IndexRows, RowBases};
 
 /// Shapes of one call; indices' shape is checked against data's.
 pub(crate) struct Geometry<'a> {
@@ -49,11 +46,11 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
         indices_shape: &g.indices_shape[..rank],
         rule: g.rule,
     };
-    if out.len() <= SMALL_INDICES
-        && indices.len() <= SMALL_INDICES
-        && knobs::in_force() == Tuning::AUTO
-    {
-        return scatter_small::<W, C>(O::init_from(out, data), g, indices, updates);
+    if takes_small_path(out.len(), indices.len()) {
+        let out = O::init_from(out, data);
+        return try_for_each_target(g.data_shape, g.indices_shape, g.rule, indices, |k, at| {
+            C::combine(&mut out[at], &updates[k])
+        });
     }
     let axis = g.rule.axis;
     let slab = g.data_shape[axis..].iter().product::<usize>();
@@ -97,42 +94,6 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
         return done;
     }
     apply_rows::<W, C>(out, 0, g, IndexRows::all(g.indices_shape), indices, updates)
-}
-
-/// Calls of at most [`SMALL_INDICES`] outputs and updates, under `auto`:
-/// one walk of the updates in row-major order, without the slab, column and
-/// task planning of [`scatter`], which on 8x4 updates into 8x8 data cost
-/// more than the walk. A forced knob sends small calls to the general
-/// loops instead, which is how the tests reach those on small shapes.
-fn scatter_small<W: Clone, C: Combine<W>>(
-    out: &mut [W],
-    g: &Geometry<'_>,
-    indices: &[i64],
-    updates: &[W],
-) -> Result<(), usize> {
-    try_for_each_target(g, indices, |k, target| {
-        C::combine(&mut out[target], &updates[k]);
-    })
-}
-
-/// The small-call walk of the scatters: `f(k, target)` for each index in
-/// row-major order, `k` its flat position and `target` the output element
-/// it names; `Err(k)` at the first index out of range.
-pub(crate) fn try_for_each_target(
-    g: &Geometry<'_>,
-    indices: &[i64],
-    mut f: impl FnMut(usize, usize),
-) -> Result<(), usize> {
-    let axis_stride = strides(g.data_shape)[g.rule.axis];
-    let shift = g.rule.negative_shift();
-    try_for_each_off_axis_offset(g.indices_shape, g.data_shape, g.rule.axis, |k, offset| {
-        let at = position_shifted(indices[k], shift);
-        if at >= g.rule.size {
-            return Err(k);
-        }
-        f(k, offset + at * axis_stride);
-        Ok(())
-    })
 }
 
 /// The output slabs a task owns: from slab `first` on, `len` elements each.

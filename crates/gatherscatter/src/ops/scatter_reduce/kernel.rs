@@ -19,14 +19,15 @@ use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use crate::dtype::DType;
-use crate::index::{position_shifted, AxisRule, SMALL_INDICES};
-use crate::mem::knobs::{self, Tuning};
+use crate::index::{
+    position_shifted, takes_small_path, try_for_each_target, AxisRule, SMALL_INDICES,
+};
 use crate::mem::parallel;
 use crate::mem::prefetch::{
     prefetch_item, prefetch_streams, STREAM_AHEAD, STREAM_CHUNK, TARGET_AHEAD,
 };
 use crate::ops::copy_into;
-use crate::ops::scatter_elements::{scatter, try_for_each_target, Geometry};
+use crate::ops::scatter_elements::{scatter, Geometry};
 use crate::reduction::Combine;
 use crate::shape::{strides, IndexRows, RowBases};
 
@@ -52,10 +53,9 @@ pub(crate) fn scatter_reduce<T: Clone + Send + Sync, C: Combine<T>>(
     if !C::FINISHES && include_self {
         // ScatterElements with a reduction exactly, and its tuned kernel,
         // the one compiled for fresh outputs.
-        // SAFETY: that kernel stores only values through its slots, never
-        // uninitialised memory, so `out` stays initialised.
+        // SAFETY: that kernel stores through `Slot` only.
         #[allow(unsafe_code)]
-        let slots = unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) };
+        let slots = unsafe { crate::mem::uninit::as_slots(out) };
         return scatter::<T, MaybeUninit<T>, C>(data, slots, g, indices, updates)
             .map_err(Stop::BadIndex);
     }
@@ -225,10 +225,7 @@ fn run<T: Clone + Send + Sync, C: Combine<T>, Y: Cell + Sync>(
     if indices.is_empty() {
         return Ok(());
     }
-    if out.len() <= SMALL_INDICES
-        && indices.len() <= SMALL_INDICES
-        && knobs::in_force() == Tuning::AUTO
-    {
+    if takes_small_path(out.len(), indices.len()) {
         return run_small::<T, C, Y>(out, g, indices, updates).map_err(Stop::BadIndex);
     }
     let bytes = std::mem::size_of_val(out) + std::mem::size_of_val(updates);
@@ -259,13 +256,11 @@ fn run<T: Clone + Send + Sync, C: Combine<T>, Y: Cell + Sync>(
     })
 }
 
-/// A call of at most [`SMALL_INDICES`] outputs and updates, under `auto`:
-/// one walk of the updates in row-major order into `out` (data's copy),
-/// the cells on the stack, without the tally, slab and split planning of
-/// [`run`], which on 8x4 updates into 8x8, mean, cost 254 ns a call. No
-/// cell can overflow: there are fewer updates than a cell counts. A forced
-/// knob takes the general path, which is how the tests reach it on small
-/// shapes.
+/// A small call ([`takes_small_path`]): one walk of the updates into
+/// `out` (data's copy), the cells on the stack, without the tally, slab
+/// and split planning of [`run`], which on 8x4 updates into 8x8, mean,
+/// cost 254 ns a call. No cell can overflow: there are fewer updates than
+/// a cell counts.
 fn run_small<T: Clone, C: Combine<T>, Y: Cell>(
     out: &mut [T],
     g: &Geometry<'_>,
@@ -273,10 +268,16 @@ fn run_small<T: Clone, C: Combine<T>, Y: Cell>(
     updates: &[T],
 ) -> Result<(), usize> {
     let mut cells = [Y::default(); SMALL_INDICES];
-    try_for_each_target(g, indices, |k, target| {
-        let spilled = cells[target].apply::<T, C>(&mut out[target], &updates[k]);
-        debug_assert!(!spilled, "a cell counts past {SMALL_INDICES} updates");
-    })?;
+    try_for_each_target(
+        g.data_shape,
+        g.indices_shape,
+        g.rule,
+        indices,
+        |k, target| {
+            let spilled = cells[target].apply::<T, C>(&mut out[target], &updates[k]);
+            debug_assert!(!spilled, "a cell counts past {SMALL_INDICES} updates");
+        },
+    )?;
     if C::FINISHES {
         for (value, cell) in out.iter_mut().zip(cells) {
             if cell.count() > 0 {
