@@ -85,6 +85,19 @@
 //! assert_eq!(out.data::<f32>().unwrap(), &[0.0, 0.0, 7.0]);
 //! # Ok::<(), gatherscatter::Error>(())
 //! ```
+//!
+//! ## Large fresh outputs
+//!
+//! Every op that returns a fresh tensor allocates it through the program's
+//! global allocator, and the kernel takes its page faults as it writes. On
+//! 4 KiB pages those can cost more than the op: writing a fresh 32 MiB
+//! took 12.5 ms on the 2-vCPU VM of the benchmarks against 1.4 ms on 2 MiB
+//! pages. Programs that make large outputs can install the workspace's
+//! `gatherscatter-heap` crate, as `gsx-bench` and the Python extension do:
+//! `#[global_allocator] static HEAP: gatherscatter_heap::HugePageHeap =
+//! gatherscatter_heap::HugePageHeap::enabled();` asks for huge pages under
+//! every block of 4 MiB or more, as numpy does for its arrays. Or pass a
+//! buffer of your own to the ops' `run_into`.
 #![deny(missing_docs)]
 // `unsafe` is allowed in five modules only, each a benchmark's finding
 // (docs/performance.md): `mem::stream` (x86-64 streaming stores),
