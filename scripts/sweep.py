@@ -213,7 +213,8 @@ def main() -> int:
     ap.add_argument("--markdown")
     ap.add_argument("--tuning", default="",
                     help="force kernel strategies: stores=cached|streaming,"
-                         "word_gather=scalar|vector,block_order=output|source")
+                         "word_gather=scalar|vector,block_order=output|source,"
+                         "bag_fold=memory|registers")
     args = ap.parse_args()
     if args.tuning:
         import gatherscatter as gs

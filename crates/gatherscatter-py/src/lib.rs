@@ -799,21 +799,24 @@ fn get_num_threads() -> usize {
 
 /// Force kernel strategies for the whole process (docs/performance.md,
 /// "Strategies"): each of ``stores`` (``"cached"``, ``"streaming"``),
-/// ``word_gather`` (``"scalar"``, ``"vector"``) and ``block_order``
-/// (``"output"``, ``"source"``) given, else ``"auto"``. Results are the same
+/// ``word_gather`` (``"scalar"``, ``"vector"``), ``block_order``
+/// (``"output"``, ``"source"``) and ``bag_fold`` (``"memory"``,
+/// ``"registers"``) given, else ``"auto"``. Results are the same
 /// under every strategy; only the speed differs. Returns the tuning now in
 /// force, in the text form ``GATHERSCATTER_TUNING`` takes.
 #[pyfunction]
-#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None))]
+#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None))]
 fn set_tuning(
     stores: Option<&str>,
     word_gather: Option<&str>,
     block_order: Option<&str>,
+    bag_fold: Option<&str>,
 ) -> PyResult<String> {
     let knobs = [
         ("stores", stores),
         ("word_gather", word_gather),
         ("block_order", block_order),
+        ("bag_fold", bag_fold),
     ];
     let text: Vec<String> = knobs
         .iter()

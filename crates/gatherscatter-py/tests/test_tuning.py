@@ -13,7 +13,7 @@ import pytest
 import gatherscatter as gs
 
 FORCED = list(itertools.product(["cached", "streaming"], ["scalar", "vector"],
-                                ["output", "source"]))
+                                ["output", "source"], ["memory", "registers"]))
 
 
 @pytest.fixture
@@ -24,16 +24,24 @@ def restore_tuning():
     gs.set_tuning(**knobs)
 
 
-@pytest.mark.parametrize("stores,word_gather,block_order", FORCED)
+@pytest.mark.parametrize("stores,word_gather,block_order,bag_fold", FORCED)
 def test_every_forced_strategy_gives_numpys_result(restore_tuning, stores, word_gather,
-                                                   block_order):
+                                                   block_order, bag_fold):
     rng = np.random.default_rng(7)
     rows = rng.standard_normal((300, 37)).astype(np.float32)
     take = rng.integers(-300, 300, 5000)
     words = rng.standard_normal((6, 2500))
     along = rng.integers(-2500, 2500, (6, 3000))
-    in_force = gs.set_tuning(stores=stores, word_gather=word_gather, block_order=block_order)
-    assert in_force == f"stores={stores},word_gather={word_gather},block_order={block_order}"
+    table = rng.standard_normal((50, 136)).astype(np.float32)
+    bags = rng.integers(0, 50, 400)
+    offsets = np.array([0, 1, 31, 60, 200])
+    auto_bags = gs.embedding_bag(table, bags, offsets, "sum")
+    np.testing.assert_allclose(
+        auto_bags, np.add.reduceat(table[bags].astype(np.float64), offsets), rtol=1e-5, atol=1e-5)
+    in_force = gs.set_tuning(stores=stores, word_gather=word_gather, block_order=block_order,
+                             bag_fold=bag_fold)
+    assert in_force == (f"stores={stores},word_gather={word_gather},block_order={block_order},"
+                        f"bag_fold={bag_fold}")
     assert gs.get_tuning() == in_force
     assert gs.tuning_report().startswith(f"tuning {in_force} |")
     for threads in (1, 2):
@@ -44,14 +52,18 @@ def test_every_forced_strategy_gives_numpys_result(restore_tuning, stores, word_
         np.testing.assert_array_equal(
             gs.take_along_axis(words.astype(np.float32), along, 1, threads=threads),
             np.take_along_axis(words.astype(np.float32), along, 1))
+        # Bags of 1 to 199 rows, 136 columns: the same bits whichever fold
+        # holds the sums (the run before the tuning was forced is auto's).
+        np.testing.assert_array_equal(
+            gs.embedding_bag(table, bags, offsets, "sum", threads=threads), auto_bags)
 
 
 def test_a_bad_value_is_refused_and_changes_nothing(restore_tuning):
     gs.set_tuning(stores="cached")
     with pytest.raises(ValueError, match='"fast" is not one of auto, cached, streaming'):
         gs.set_tuning(stores="fast")
-    assert gs.get_tuning() == "stores=cached,word_gather=auto,block_order=auto"
-    assert gs.set_tuning() == "stores=auto,word_gather=auto,block_order=auto"
+    assert gs.get_tuning() == "stores=cached,word_gather=auto,block_order=auto,bag_fold=auto"
+    assert gs.set_tuning() == "stores=auto,word_gather=auto,block_order=auto,bag_fold=auto"
 
 
 def test_the_environment_names_the_tuning_at_first_use():
@@ -59,7 +71,7 @@ def test_the_environment_names_the_tuning_at_first_use():
     env = dict(os.environ, GATHERSCATTER_TUNING="word_gather=scalar, block_order=source")
     lines = subprocess.run([sys.executable, "-c", script], env=env, check=True,
                            capture_output=True, text=True).stdout.splitlines()
-    assert lines[0] == "stores=auto,word_gather=scalar,block_order=source"
+    assert lines[0] == "stores=auto,word_gather=scalar,block_order=source,bag_fold=auto"
     assert "last-level cache" in lines[1] and "word gather 4 B" in lines[1]
 
 

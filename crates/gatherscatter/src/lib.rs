@@ -99,11 +99,13 @@
 //! every block of 4 MiB or more, as numpy does for its arrays. Or pass a
 //! buffer of your own to the ops' `run_into`.
 #![deny(missing_docs)]
-// `unsafe` is allowed in five modules only, each a benchmark's finding
+// `unsafe` is allowed in eight modules only, each a benchmark's finding
 // (docs/performance.md): `mem::stream` (x86-64 streaming stores),
 // `mem::prefetch` (cache hints), `mem::uninit` (fresh outputs not zeroed
-// first), `ops::gather::blocks` (Gather's streaming row copy) and
-// `ops::gather_elements::avx2` (AVX2 gathers); elsewhere only to call
+// first), `ops::gather::blocks` (Gather's streaming row copy),
+// `ops::gather_elements::avx2` (AVX2 gathers),
+// `ops::embedding_bag::registers` (bag sums in AVX2 registers), `ieee`
+// (SSE max/min) and `float16` (F16C conversions); elsewhere only to call
 // `uninit::new_vec_written` and `uninit::new_vec_of`.
 #![deny(unsafe_code)]
 

@@ -171,6 +171,11 @@ pub trait Combine<T> {
     /// Whether [`Combine::finish`] does anything, so kernels can skip the pass.
     const FINISHES: bool = false;
 
+    /// Whether [`Combine::combine`] is the dtype's addition (`add` and
+    /// `mean`; for `f32`, `*acc += update`), so a kernel may add in SIMD
+    /// registers instead.
+    const ADDS: bool = false;
+
     /// Whether a run of updates may be cut in pieces, each folded into its
     /// own copy of the starting values, and the copies combined in order,
     /// with the serial fold's result bit for bit. True for `max` and `min`:
@@ -235,6 +240,7 @@ impl<T: Sum> Combine<T> for AddOp {
     fn combine(acc: &mut T, update: &T) {
         T::add(acc, update)
     }
+    const ADDS: bool = true;
 }
 impl<T: Product> Combine<T> for MulOp {
     #[inline]
@@ -264,6 +270,7 @@ impl<T: Sum + Average> Combine<T> for MeanOp {
     fn combine(acc: &mut T, update: &T) {
         T::add(acc, update)
     }
+    const ADDS: bool = true;
     #[inline]
     fn finish(acc: &mut T, count: u64) {
         T::average(acc, count)

@@ -12,6 +12,7 @@
 //! | `stores` | `cached`, `streaming` | output size against a quarter of the last-level cache |
 //! | `word_gather` | `scalar`, `vector` | a measurement of both loops on first use, per word size (ties to `vector`) |
 //! | `block_order` | `output`, `source` | source size against 1.5x the last-level cache, rows, tasks |
+//! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
 //!
 //! Set one process-wide with [`set_global`] or the `GATHERSCATTER_TUNING`
 //! environment variable (`stores=cached,word_gather=scalar`; check it at
@@ -39,7 +40,8 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::mem::knobs::{
-    global, in_force, scoped, set_global, BlockOrder, Stores, Tuning, WordGather, TUNING_VARIABLE,
+    global, in_force, scoped, set_global, BagFold, BlockOrder, Stores, Tuning, WordGather,
+    TUNING_VARIABLE,
 };
 
 use crate::mem::{cpu, stream};

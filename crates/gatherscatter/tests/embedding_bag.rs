@@ -1,12 +1,16 @@
 //! EmbeddingBag (PyTorch's `embedding_bag`): PyTorch's results on one
 //! example in every mode, offsets in both forms, padding, per-sample
-//! weights, the winning rows of max, every error, and a property test
-//! against the formula.
+//! weights, the winning rows of max, every error, a property test
+//! against the formula, and one that f32 sums are the same bits whichever
+//! fold (registers or memory) and thread count computes them.
 
 mod common;
+mod pool;
 
 use common::*;
+use gatherscatter::tuning::{self, BagFold, Tuning};
 use gatherscatter::{Aggregate, DType, EmbeddingBag, ErrorKind, Profile, Tensor, TensorView};
+use pool::in_pool;
 use proptest::prelude::*;
 
 /// PyTorch's example call: weight = arange(12).view(4, 3),
@@ -377,5 +381,113 @@ proptest! {
     #[test]
     fn embedding_bag_matches_the_formula(case in case()) {
         for_dtype!(case.dtype, check_case(&case))?;
+    }
+}
+
+/// f32 rows of a multiple of 8 columns (the register fold's), any values
+/// (NaNs, infinities, signed zeros, subnormals), bags past the 16-entry
+/// prefetch, padding, sum and mean.
+#[derive(Debug)]
+struct FoldCase {
+    dim: usize,
+    values: Vec<f32>,
+    rows: usize,
+    indices: Vec<i64>,
+    starts: Vec<usize>,
+    padding: Option<i64>,
+    mean: bool,
+    threads: usize,
+}
+
+fn fold_case() -> impl Strategy<Value = FoldCase> {
+    (
+        (1usize..=34).prop_map(|k| 8 * k),
+        prop::collection::vec(any::<f32>(), 1..48),
+        1usize..10,
+        prop::collection::vec(any::<prop::sample::Index>(), 0..70),
+        prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+        prop::option::of(any::<prop::sample::Index>()),
+        any::<bool>(),
+        1usize..=3,
+    )
+        .prop_map(|(dim, values, rows, picks, cuts, padding, mean, threads)| {
+            let n = picks.len();
+            let mut starts: Vec<usize> = cuts.iter().map(|c| c.index(n + 1)).collect();
+            starts.push(0);
+            starts.sort();
+            FoldCase {
+                dim,
+                values,
+                rows,
+                indices: picks.iter().map(|p| p.index(rows) as i64).collect(),
+                starts,
+                padding: padding.map(|p| p.index(2 * rows) as i64 - rows as i64),
+                mean,
+                threads,
+            }
+        })
+}
+
+fn check_fold_case(case: &FoldCase) -> Result<(), TestCaseError> {
+    let weight: Vec<f32> = (0..case.rows * case.dim)
+        .map(|k| case.values[k % case.values.len()] * (1.0 + (k % 5) as f32 / 8.0))
+        .collect();
+    let weight_tensor = Tensor::new(vec![case.rows, case.dim], weight.clone()).unwrap();
+    let indices = Tensor::from_vec(case.indices.clone());
+    let offsets: Vec<i64> = case.starts.iter().map(|&s| s as i64).collect();
+    let offsets = Tensor::from_vec(offsets);
+    let mode = if case.mean {
+        Aggregate::Mean
+    } else {
+        Aggregate::Sum
+    };
+    let mut op = EmbeddingBag::new(mode);
+    if let Some(p) = case.padding {
+        op = op.padding_idx(p);
+    }
+    let run = |fold: BagFold| {
+        in_pool(case.threads, || {
+            tuning::scoped(Tuning::AUTO.with_bag_fold(fold), || {
+                op.run(&weight_tensor, &indices, Some((&offsets).into()), None)
+            })
+        })
+        .map(|t| {
+            t.data::<f32>()
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect::<Vec<_>>()
+        })
+    };
+    let registers = run(BagFold::Registers).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let memory = run(BagFold::Memory).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&registers, &memory);
+    let padding = case.padding.map(|p| idx(p as i128, case.rows).unwrap());
+    let mut bounds = case.starts.clone();
+    bounds.push(case.indices.len());
+    let indices: Vec<i128> = case.indices.iter().map(|&i| i as i128).collect();
+    let expected = reference_embedding_bag(
+        &weight, case.rows, case.dim, &indices, &bounds, padding, None, "add", case.mean, &0.0f32,
+    )
+    .unwrap();
+    let got: Vec<f32> = registers.iter().map(|&b| f32::from_bits(b)).collect();
+    for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
+        prop_assert!(
+            g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()),
+            "element {}: {} against the formula's {}",
+            k,
+            g,
+            e
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(proptest_config(200))]
+
+    #[test]
+    fn f32_sums_are_the_same_bits_in_registers_in_memory_and_in_the_formula(case in fold_case()) {
+        check_fold_case(&case)?;
     }
 }

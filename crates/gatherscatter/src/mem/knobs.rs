@@ -59,6 +59,22 @@ pub enum BlockOrder {
     Source,
 }
 
+/// Where EmbeddingBag keeps a bag's running sums (f32 `sum` and `mean`
+/// without per-sample weights; other calls always fold in memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BagFold {
+    /// Registers wherever they apply (they measured faster at every row
+    /// width), the output row otherwise.
+    #[default]
+    Auto,
+    /// In the bag's output row, each weight row added into it.
+    Memory,
+    /// In AVX2 registers, for rows of a multiple of 8 columns on a CPU
+    /// with AVX2; in memory otherwise.
+    Registers,
+}
+
 /// The strategy knobs together; [`Tuning::AUTO`] (the default) forces
 /// nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -70,6 +86,8 @@ pub struct Tuning {
     pub word_gather: WordGather,
     /// Gather's row order into streamed outputs.
     pub block_order: BlockOrder,
+    /// Where EmbeddingBag's f32 sums are held.
+    pub bag_fold: BagFold,
 }
 
 /// The environment variable read at first use: `Tuning`'s text form.
@@ -89,6 +107,11 @@ const BLOCK_ORDERS: [(BlockOrder, &str); 3] = [
     (BlockOrder::Auto, "auto"),
     (BlockOrder::Output, "output"),
     (BlockOrder::Source, "source"),
+];
+const BAG_FOLDS: [(BagFold, &str); 3] = [
+    (BagFold::Auto, "auto"),
+    (BagFold::Memory, "memory"),
+    (BagFold::Registers, "registers"),
 ];
 
 fn name_of<T: PartialEq + Copy>(table: &[(T, &'static str)], value: T) -> &'static str {
@@ -118,6 +141,7 @@ impl Tuning {
         stores: Stores::Auto,
         word_gather: WordGather::Auto,
         block_order: BlockOrder::Auto,
+        bag_fold: BagFold::Auto,
     };
 
     /// This tuning with `stores` set.
@@ -138,6 +162,12 @@ impl Tuning {
         self
     }
 
+    /// This tuning with `bag_fold` set.
+    pub fn with_bag_fold(mut self, bag_fold: BagFold) -> Tuning {
+        self.bag_fold = bag_fold;
+        self
+    }
+
     /// Every combination of forced values (no `Auto`): the strategies a
     /// correctness test runs whichever this CPU would choose.
     pub fn every_forced() -> Vec<Tuning> {
@@ -145,11 +175,14 @@ impl Tuning {
         for &(stores, _) in &STORES[1..] {
             for &(word_gather, _) in &WORD_GATHERS[1..] {
                 for &(block_order, _) in &BLOCK_ORDERS[1..] {
-                    all.push(Tuning {
-                        stores,
-                        word_gather,
-                        block_order,
-                    });
+                    for &(bag_fold, _) in &BAG_FOLDS[1..] {
+                        all.push(Tuning {
+                            stores,
+                            word_gather,
+                            block_order,
+                            bag_fold,
+                        });
+                    }
                 }
             }
         }
@@ -158,7 +191,8 @@ impl Tuning {
 
     /// Read the text form, comma-separated `knob=value` pairs in any order:
     /// `stores` (`auto`, `cached`, `streaming`), `word_gather` (`auto`,
-    /// `scalar`, `vector`), `block_order` (`auto`, `output`, `source`).
+    /// `scalar`, `vector`), `block_order` (`auto`, `output`, `source`),
+    /// `bag_fold` (`auto`, `memory`, `registers`).
     /// Knobs left out are `auto`; the empty string is [`Tuning::AUTO`].
     ///
     /// # Errors
@@ -168,7 +202,10 @@ impl Tuning {
     /// use gatherscatter::tuning::{Stores, Tuning};
     /// let t = Tuning::parse("stores=streaming").unwrap();
     /// assert_eq!(t, Tuning::AUTO.with_stores(Stores::Streaming));
-    /// assert_eq!(t.to_string(), "stores=streaming,word_gather=auto,block_order=auto");
+    /// assert_eq!(
+    ///     t.to_string(),
+    ///     "stores=streaming,word_gather=auto,block_order=auto,bag_fold=auto"
+    /// );
     /// assert!(Tuning::parse("stores=fast").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Tuning> {
@@ -182,10 +219,11 @@ impl Tuning {
                 "stores" => tuning.stores = value_of(&STORES, knob, value)?,
                 "word_gather" => tuning.word_gather = value_of(&WORD_GATHERS, knob, value)?,
                 "block_order" => tuning.block_order = value_of(&BLOCK_ORDERS, knob, value)?,
+                "bag_fold" => tuning.bag_fold = value_of(&BAG_FOLDS, knob, value)?,
                 _ => {
                     return Err(Error::BadAttribute {
                         message: format!(
-                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order)"
+                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold)"
                         ),
                     })
                 }
@@ -220,6 +258,7 @@ impl Tuning {
         position(&STORES, self.stores)
             | position(&WORD_GATHERS, self.word_gather) << 2
             | position(&BLOCK_ORDERS, self.block_order) << 4
+            | position(&BAG_FOLDS, self.bag_fold) << 6
     }
 
     fn decode(bits: u32) -> Tuning {
@@ -228,6 +267,7 @@ impl Tuning {
             stores: STORES.get(field(0)).map_or(Stores::Auto, |s| s.0),
             word_gather: WORD_GATHERS.get(field(2)).map_or(WordGather::Auto, |s| s.0),
             block_order: BLOCK_ORDERS.get(field(4)).map_or(BlockOrder::Auto, |s| s.0),
+            bag_fold: BAG_FOLDS.get(field(6)).map_or(BagFold::Auto, |s| s.0),
         }
     }
 }
@@ -236,10 +276,11 @@ impl std::fmt::Display for Tuning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stores={},word_gather={},block_order={}",
+            "stores={},word_gather={},block_order={},bag_fold={}",
             name_of(&STORES, self.stores),
             name_of(&WORD_GATHERS, self.word_gather),
-            name_of(&BLOCK_ORDERS, self.block_order)
+            name_of(&BLOCK_ORDERS, self.block_order),
+            name_of(&BAG_FOLDS, self.bag_fold)
         )
     }
 }
@@ -325,7 +366,7 @@ mod tests {
         let mut all = Tuning::every_forced();
         all.push(Tuning::AUTO);
         all.push(Tuning::AUTO.with_block_order(BlockOrder::Source));
-        assert_eq!(Tuning::every_forced().len(), 8);
+        assert_eq!(Tuning::every_forced().len(), 16);
         for t in all {
             assert_eq!(Tuning::decode(t.encode()), t);
             assert_eq!(Tuning::parse(&t.to_string()).unwrap(), t);

@@ -2,11 +2,13 @@
 //! in bag order (the segment kernels' row fold), so a task owns whole bags
 //! and results are bit-identical for any thread count.
 
+use super::registers;
 use crate::dtype::Element;
 use crate::mem::parallel;
 use crate::mem::prefetch::prefetch_items;
 use crate::ops::segment::kernel::{fold_rows, fold_weighted_rows, same};
 use crate::reduction::Combine;
+use crate::tuning;
 
 /// How many entries ahead a bag's fold asks for weight rows.
 const ROWS_AHEAD: usize = 16;
@@ -56,7 +58,7 @@ impl<T> Bags<'_, T> {
 /// `out[b] = C`-fold of bag `b`'s rows (each times its weight, with `M`
 /// the product, when there are per-sample weights), then `C`'s finish with
 /// the count; a bag with no rows gets `empty`.
-pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>, M: Combine<T>>(
+pub(crate) fn reduce<T: Clone + Send + Sync + 'static, C: Combine<T>, M: Combine<T>>(
     bags: &Bags<'_, T>,
     empty: &T,
     out: &mut [T],
@@ -66,26 +68,58 @@ pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>, M: Combine<T>>(
     }
     let chunk = bags.chunk_len(out.len());
     let dim = bags.dim;
-    parallel::for_each_chunk(out, chunk, |task, part| {
-        let first_bag = task * chunk / dim;
-        for (k, acc) in part.chunks_exact_mut(dim).enumerate() {
-            let members = bags.members_prefetching(first_bag + k);
-            let count = match bags.per_sample_weights {
-                None => fold_rows::<T, C>(acc, members.map(|j| bags.row(bags.entries[j]))),
-                Some(w) => fold_weighted_rows::<T, C, M>(
-                    acc,
-                    members.map(|j| (bags.row(bags.entries[j]), &w[j])),
-                ),
-            };
-            if count == 0 {
-                acc.fill(empty.clone());
-            } else if C::FINISHES {
-                for a in acc.iter_mut() {
-                    C::finish(a, count as u64);
-                }
+    let registers = C::ADDS && registers::chosen(bags, tuning::in_force().bag_fold);
+    let finish = |acc: &mut [T], count: usize| {
+        if count == 0 {
+            acc.fill(empty.clone());
+        } else if C::FINISHES {
+            for a in acc.iter_mut() {
+                C::finish(a, count as u64);
             }
         }
+    };
+    parallel::for_each_chunk(out, chunk, |task, part| {
+        let first_bag = task * chunk / dim;
+        if registers {
+            // Groups of bags small enough that their output rows are still
+            // in cache when they are finished.
+            let mut counts = [0; registers::GROUP];
+            for (g, group) in part.chunks_mut(registers::GROUP * dim).enumerate() {
+                let first = first_bag + g * registers::GROUP;
+                let counts = &mut counts[..group.len() / dim];
+                if !registers::sum_bags(bags, first, group, counts) {
+                    fold_in_memory::<T, C, M>(bags, first, group, &finish);
+                    continue;
+                }
+                for (acc, &count) in group.chunks_exact_mut(dim).zip(counts.iter()) {
+                    finish(acc, count);
+                }
+            }
+        } else {
+            fold_in_memory::<T, C, M>(bags, first_bag, part, &finish);
+        }
     });
+}
+
+/// The bags from `first_bag` on folded into `part` (whole output rows) in
+/// their output rows, each finished with its member count.
+fn fold_in_memory<T: Clone, C: Combine<T>, M: Combine<T>>(
+    bags: &Bags<'_, T>,
+    first_bag: usize,
+    part: &mut [T],
+    finish: &impl Fn(&mut [T], usize),
+) {
+    for (k, acc) in part.chunks_exact_mut(bags.dim).enumerate() {
+        let members = bags.members_prefetching(first_bag + k);
+        let count = match bags.per_sample_weights {
+            None => fold_rows::<T, C>(acc, members.map(|j| bags.row(bags.entries[j]))),
+            Some(w) => fold_weighted_rows::<T, C, M>(
+                acc,
+                members.map(|j| (bags.row(bags.entries[j]), &w[j])),
+            ),
+        };
+        finish(acc, count);
+    }
 }
 
 /// For `amax`/`amin` whose `values` are computed: `arg[b, c]` = the weight

@@ -9,6 +9,7 @@
 //! a bag without entries gets the fill value.
 
 mod kernel;
+mod registers;
 
 use self::kernel::Bags;
 use crate::dtype::{DType, Element};

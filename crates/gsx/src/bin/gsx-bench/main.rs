@@ -80,7 +80,8 @@ struct Args {
     system_malloc: bool,
     /// Force kernel strategies, as `GATHERSCATTER_TUNING` does
     /// (`stores=cached|streaming`, `word_gather=scalar|vector`,
-    /// `block_order=output|source`, comma-separated); the default is
+    /// `block_order=output|source`, `bag_fold=memory|registers`,
+    /// comma-separated); the default is
     /// what that variable says, else `auto`.
     #[arg(long)]
     tuning: Option<Tuning>,
