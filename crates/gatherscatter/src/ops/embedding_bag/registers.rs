@@ -53,8 +53,10 @@ pub(crate) fn sum_bags<T: 'static>(
     group: &mut [T],
     counts: &mut [usize],
 ) -> bool {
+    // The caller checked `chosen`; what the fold's soundness rests on (the
+    // type, AVX2, the widths, the entries) `fold_as_f32` checks again.
     let n = counts.len();
-    chosen(bags, BagFold::Registers)
+    bags.per_sample_weights.is_none()
         && group.len() == n * bags.dim
         && first_bag + n < bags.bounds.len()
         && fold_as_f32(bags, &bags.bounds[first_bag..=first_bag + n], group, counts)
