@@ -864,6 +864,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The kernels would read a bad GATHERSCATTER_TUNING as unset: the
     // import fails instead, naming it.
     tuning::Tuning::from_env().map_err(to_py_err)?;
+    // Another copy of this module in the process may have started the
+    // global pool already; it then stays as it is.
+    let _ = gatherscatter_threads::configure_global();
     m.add_function(wrap_pyfunction!(gather, m)?)?;
     m.add_function(wrap_pyfunction!(gather_elements, m)?)?;
     m.add_function(wrap_pyfunction!(take, m)?)?;

@@ -1,7 +1,8 @@
 //! How many threads a call uses: `threads=` on the call, else the module's
 //! `set_num_threads`, else all cores (rayon's global pool). Pools of other
 //! sizes are built once and kept, so a call never pays for starting threads
-//! after the first.
+//! after the first. A pool with a thread per CPU keeps each worker on its
+//! own CPU (`gatherscatter-threads`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -55,10 +56,7 @@ pub(crate) fn pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> 
     if let Some((_, pool)) = pools.iter().find(|(n, _)| *n == wanted) {
         return Ok(Some(Arc::clone(pool)));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(wanted)
-        .thread_name(|i| format!("gatherscatter-{i}"))
-        .build()
+    let pool = gatherscatter_threads::pool(wanted, |i| format!("gatherscatter-{i}"))
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start {wanted} threads: {e}")))?;
     let pool = Arc::new(pool);
     pools.push((wanted, Arc::clone(&pool)));

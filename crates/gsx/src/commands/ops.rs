@@ -235,8 +235,7 @@ pub fn thread_pool(threads: Option<u16>) -> Result<Option<rayon::ThreadPool>, Cl
             max / 4
         )));
     }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(usize::from(threads))
+    gatherscatter_threads::builder(usize::from(threads))
         .build()
         .map(Some)
         .map_err(|e| CliError::system(format!("cannot start {threads} threads: {e}")))

@@ -189,8 +189,7 @@ fn run(args: &Args) -> Result<Result<String, Unsupported>, CliError> {
             .ok_or_else(|| missing("indices"))?,
         updates: load_input(&args.workload_dir, &manifest, "updates")?,
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads.max(1))
+    let pool = gatherscatter_threads::builder(args.threads)
         .build()
         .map_err(|e| CliError::internal(format!("cannot start {} threads: {e}", args.threads)))?;
     // The whole loop runs on a pool thread, so a call too small to split
