@@ -116,6 +116,26 @@ unsafe impl<W: Send> Slot<W> for MaybeUninit<W> {
         W: Clone,
     {
         assert_eq!(slots.len(), values.len(), "slot and value counts differ");
+        // A plain word as one `memcpy`: the loop below compiled to 16-byte
+        // moves, which made a fresh Gather of 64 KiB blocks from cache 1.7x
+        // slower than the same copy into a caller's buffer (0.69 against
+        // 0.41 ms for 16 MiB on a Zen 5).
+        if !std::mem::needs_drop::<W>() {
+            // SAFETY: the lengths are equal (asserted above); `values` is
+            // borrowed shared and `slots` exclusively, so they do not
+            // overlap; `MaybeUninit<W>` has the layout of `W`. Every `W`
+            // this crate stores through a slot is an `Element` or its
+            // `Word`, and those without drop glue are `Copy`, so their
+            // clone is this bitwise copy.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    values.as_ptr(),
+                    slots.as_mut_ptr().cast::<W>(),
+                    values.len(),
+                );
+            }
+            return;
+        }
         for (slot, value) in slots.iter_mut().zip(values) {
             slot.write(value.clone());
         }
