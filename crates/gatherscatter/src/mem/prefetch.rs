@@ -159,19 +159,21 @@ pub(crate) const PREFETCH_TARGETS_ABOVE: usize = 1 << 20;
 pub(crate) const TARGET_AHEAD: usize = 16;
 
 /// Prefetch into L2 the lines of the [`STREAM_CHUNK`] indices and updates
-/// from element `at` on (those that exist): two lines of indices, one or two
-/// of updates. Each line is asked for by one element, in straight-line code.
+/// from element `at` on (those that exist): one or two lines of indices
+/// (`i32` or `i64`), one or two of updates. Each line is asked for by one element, in straight-line code.
 /// (Two variants that asked for the same lines through a loop, over a slice
 /// or over `step_by` positions, measured no faster on W6 than no prefetch
 /// at all, although their prefetch instructions were in the binary.)
-pub(crate) fn prefetch_streams<W>(indices: &[i64], updates: &[W], at: usize) {
+pub(crate) fn prefetch_streams<X, W>(indices: &[X], updates: &[W], at: usize) {
     const { assert!(STREAM_CHUNK == 2 * per_line::<i64>()) };
     // `at` is an element position plus `STREAM_AHEAD`: no overflow.
     if let Some(line) = indices.get(at) {
         prefetch_item_to_l2(line);
     }
-    if let Some(line) = indices.get(at + per_line::<i64>()) {
-        prefetch_item_to_l2(line);
+    if per_line::<X>() < STREAM_CHUNK {
+        if let Some(line) = indices.get(at + per_line::<X>()) {
+            prefetch_item_to_l2(line);
+        }
     }
     if let Some(line) = updates.get(at) {
         prefetch_item_to_l2(line);

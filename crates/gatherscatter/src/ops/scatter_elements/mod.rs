@@ -15,7 +15,10 @@ pub(crate) use self::split::split_tasks;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
+use crate::index::{
+    first_bad_index, kernel_indices, with_index_view, AxisRule, IndexElement, KernelIndex,
+    KernelIndices,
+};
 use crate::mem::uninit;
 use crate::ops::check_indices_shape;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
@@ -369,9 +372,12 @@ impl ScatterElements {
         plan: &ScatterPlan,
         out: &mut [T],
     ) -> Result<()> {
-        let idx = &canonical_indices(indices.data())?;
-        self.apply(data, indices.shape(), idx, updates, plan, out)?
-            .map_err(|found| first_bad_index(indices, plan.rule, found))
+        let shape = indices.shape();
+        let applied = match kernel_indices(indices.data())? {
+            KernelIndices::I64(idx) => self.apply(data, shape, &idx, updates, plan, out)?,
+            KernelIndices::I32(idx) => self.apply(data, shape, &idx, updates, plan, out)?,
+        };
+        applied.map_err(|found| first_bad_index(indices, plan.rule, found))
     }
 
     /// A new output holding data with every update applied, never zeroed
@@ -386,16 +392,37 @@ impl ScatterElements {
         updates: TypedView<'_, T>,
         plan: &ScatterPlan,
     ) -> Result<Vec<T>> {
-        let idx = &canonical_indices(indices.data())?;
+        let shape = indices.shape();
+        let made = match kernel_indices(indices.data())? {
+            KernelIndices::I64(idx) => self.fresh_with(data, shape, &idx, updates, plan),
+            KernelIndices::I32(idx) => self.fresh_with(data, shape, &idx, updates, plan),
+        };
+        made.map_err(|stop| match stop {
+            Stop::BadIndex(found) => first_bad_index(indices, plan.rule, found),
+            Stop::Error(error) => error,
+        })
+    }
+
+    /// [`ScatterElements::fresh`] on the kernels' indices; a bad index is
+    /// returned as its flat position.
+    fn fresh_with<T: Element, X: KernelIndex>(
+        &self,
+        data: TypedView<'_, T>,
+        indices_shape: &[usize],
+        idx: &[X],
+        updates: TypedView<'_, T>,
+        plan: &ScatterPlan,
+    ) -> std::result::Result<Vec<T>, Stop> {
         let len = data.len();
         let g = Geometry {
             data_shape: data.shape(),
-            indices_shape: indices.shape(),
+            indices_shape,
             rule: &plan.rule,
         };
         let (words, upd) = (T::as_words(data.data()), T::as_words(updates.data()));
-        let overwrite =
-            |out: &mut [MaybeUninit<T::Word>]| scatter::<_, _, Overwrite>(words, out, &g, idx, upd);
+        let overwrite = |out: &mut [MaybeUninit<T::Word>]| {
+            scatter::<_, _, Overwrite, X>(words, out, &g, idx, upd)
+        };
         let reduce = |out: &mut [MaybeUninit<T>]| match self.reduce(data, &g, idx, updates, out) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(found)) => Err(Stop::BadIndex(found)),
@@ -412,30 +439,27 @@ impl ScatterElements {
                 .map(|r| r.map_err(Stop::BadIndex)),
             _ => unsafe { uninit::new_vec_of::<T, Stop>(len, reduce) },
         };
-        let result = match written {
+        match written {
             Some(result) => result,
             None => {
-                let mut out = alloc_output(len)?;
-                match self.apply(data, indices.shape(), idx, updates, plan, &mut out)? {
-                    Ok(()) => Ok(out),
-                    Err(found) => Err(Stop::BadIndex(found)),
+                let mut out = alloc_output(len).map_err(Stop::Error)?;
+                match self.apply(data, indices_shape, idx, updates, plan, &mut out) {
+                    Ok(Ok(())) => Ok(out),
+                    Ok(Err(found)) => Err(Stop::BadIndex(found)),
+                    Err(error) => Err(Stop::Error(error)),
                 }
             }
-        };
-        result.map_err(|stop| match stop {
-            Stop::BadIndex(found) => first_bad_index(indices, plan.rule, found),
-            Stop::Error(error) => error,
-        })
+        }
     }
 
     /// The kernel over canonical indices into an initialised `out`;
     /// `Ok(Err(p))`: the index at flat position `p` is out of range; `Err`:
     /// the dtype does not define the reduction.
-    fn apply<T: Element>(
+    fn apply<T: Element, X: KernelIndex>(
         &self,
         data: TypedView<'_, T>,
         indices_shape: &[usize],
-        idx: &[i64],
+        idx: &[X],
         updates: TypedView<'_, T>,
         plan: &ScatterPlan,
         out: &mut [T],
@@ -448,7 +472,7 @@ impl ScatterElements {
         let (from, upd) = (data.data(), updates.data());
         match self.reduction {
             // Plain overwrite moves words: f32/i32/u32 share one loop.
-            Reduction::None => Ok(scatter::<T::Word, T::Word, Overwrite>(
+            Reduction::None => Ok(scatter::<T::Word, T::Word, Overwrite, X>(
                 T::as_words(from),
                 T::as_words_mut(out),
                 &g,
@@ -467,11 +491,11 @@ impl ScatterElements {
     /// The reduction kernel into `out`, whose slots it all writes when it
     /// returns `Ok(Ok(()))`; `Ok(Err(p))`: the index at flat position `p`
     /// is out of range; `Err`: the dtype does not define the reduction.
-    fn reduce<T: Element>(
+    fn reduce<T: Element, X: KernelIndex>(
         &self,
         data: TypedView<'_, T>,
         g: &Geometry<'_>,
-        idx: &[i64],
+        idx: &[X],
         updates: TypedView<'_, T>,
         out: &mut [MaybeUninit<T>],
     ) -> Result<std::result::Result<(), usize>> {
@@ -496,20 +520,20 @@ enum Stop {
 
 /// The reduction kernel, for [`crate::reduction::Reduce::with_combine`] to run with the
 /// dtype's combine rule.
-struct ApplyUpdates<'a, T> {
+struct ApplyUpdates<'a, T, X> {
     from: &'a [T],
     out: &'a mut [MaybeUninit<T>],
     geometry: &'a Geometry<'a>,
-    idx: &'a [i64],
+    idx: &'a [X],
     upd: &'a [T],
 }
 
-impl<T: Element> CombineKernel<T> for ApplyUpdates<'_, T> {
+impl<T: Element, X: KernelIndex> CombineKernel<T> for ApplyUpdates<'_, T, X> {
     /// `Err(p)`: the index at flat position `p` is out of range.
     type Output = std::result::Result<(), usize>;
 
     fn run<C: Combine<T>>(self) -> Self::Output {
-        scatter::<T, MaybeUninit<T>, C>(self.from, self.out, self.geometry, self.idx, self.upd)
+        scatter::<T, MaybeUninit<T>, C, X>(self.from, self.out, self.geometry, self.idx, self.upd)
     }
 }
 

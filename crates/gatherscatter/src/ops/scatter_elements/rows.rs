@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use super::split::scatter_split;
-use crate::index::{takes_small_path, try_for_each_target, AxisRule};
+use crate::index::{takes_small_path, try_for_each_target, AxisRule, KernelIndex};
 use crate::mem::parallel;
 use crate::mem::prefetch::{
     prefetch_item, prefetch_items, prefetch_streams, PREFETCH_TARGETS_ABOVE, STREAM_AHEAD,
@@ -32,11 +32,11 @@ const MIN_COLUMNS_PER_TASK: usize = 64;
 
 /// `out = data`, then every update combined into its target. `Err(p)`: the
 /// index at flat position `p` is out of range (out is then partly written).
-pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
+pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: KernelIndex>(
     data: &[W],
     out: &mut [O],
     g: &Geometry<'_>,
-    indices: &[i64],
+    indices: &[X],
     updates: &[W],
 ) -> Result<(), usize> {
     // An axis followed only by size-1 dims is walked as the last axis.
@@ -83,17 +83,25 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
                 first: task * per_task,
                 len: slab,
             };
-            copy_and_apply_slabs::<W, O, C>(dst, slabs, data, g, indices, updates)
+            copy_and_apply_slabs::<W, O, C, X>(dst, slabs, data, g, indices, updates)
         });
     }
     if by_columns {
-        return scatter_by_columns::<W, O, C>(data, out, g, indices, updates, column_tasks, true);
+        return scatter_by_columns::<W, O, C, X>(
+            data,
+            out,
+            g,
+            indices,
+            updates,
+            column_tasks,
+            true,
+        );
     }
     let out = O::init_from(out, data);
-    if let Some(done) = scatter_split::<W, C>(data, out, g, indices, updates) {
+    if let Some(done) = scatter_split::<W, C, X>(data, out, g, indices, updates) {
         return done;
     }
-    apply_rows::<W, C>(out, 0, g, IndexRows::all(g.indices_shape), indices, updates)
+    apply_rows::<W, C, X>(out, 0, g, IndexRows::all(g.indices_shape), indices, updates)
 }
 
 /// The output slabs a task owns: from slab `first` on, `len` elements each.
@@ -107,12 +115,12 @@ struct OwnedSlabs {
 /// their updates, a few slabs at a time: each step's slabs are still in
 /// cache (about 256 KiB) when their updates land, where copying everything
 /// first would have pushed them out to memory.
-fn copy_and_apply_slabs<W: Clone, O: Slot<W>, C: Combine<W>>(
+fn copy_and_apply_slabs<W: Clone, O: Slot<W>, C: Combine<W>, X: KernelIndex>(
     dst: &mut [O],
     slabs: OwnedSlabs,
     data: &[W],
     g: &Geometry<'_>,
-    indices: &[i64],
+    indices: &[X],
     updates: &[W],
 ) -> Result<(), usize> {
     const STEP_BYTES: usize = 256 << 10;
@@ -130,7 +138,7 @@ fn copy_and_apply_slabs<W: Clone, O: Slot<W>, C: Combine<W>>(
             from,
             from + part.len() / slabs.len,
         );
-        apply_rows::<W, C>(part, offset, g, rows, indices, updates)?;
+        apply_rows::<W, C, X>(part, offset, g, rows, indices, updates)?;
     }
     Ok(())
 }
@@ -153,27 +161,27 @@ fn column_tile<W>(output_rows: usize) -> usize {
 
 /// Apply index rows `rows` to `out`, which holds the output from element
 /// `offset` on.
-fn apply_rows<W: Clone, C: Combine<W>>(
+fn apply_rows<W: Clone, C: Combine<W>, X: KernelIndex>(
     out: &mut [W],
     offset: usize,
     g: &Geometry<'_>,
     rows: IndexRows,
-    indices: &[i64],
+    indices: &[X],
     updates: &[W],
 ) -> Result<(), usize> {
     let row_len = g.indices_shape[g.indices_shape.len() - 1];
     let span = rows.first * row_len..rows.end * row_len;
-    apply_span::<W, C>(out, offset, g, span, indices, updates)
+    apply_span::<W, C, X>(out, offset, g, span, indices, updates)
 }
 
 /// Apply the updates at flat positions `span` of the indices (whole index
 /// rows or not) to `out`, which holds the output from element `offset` on.
-pub(super) fn apply_span<W: Clone, C: Combine<W>>(
+pub(super) fn apply_span<W: Clone, C: Combine<W>, X: KernelIndex>(
     out: &mut [W],
     offset: usize,
     g: &Geometry<'_>,
     span: Range<usize>,
-    indices: &[i64],
+    indices: &[X],
     updates: &[W],
 ) -> Result<(), usize> {
     let rank = g.indices_shape.len();
@@ -220,9 +228,9 @@ pub(super) fn apply_span<W: Clone, C: Combine<W>>(
 }
 
 /// A run of one index row's updates: where its targets are.
-struct Run<'a> {
+struct Run<'a, X> {
     /// The row's indices from the run's first on, to look ahead in.
-    ahead: &'a [i64],
+    ahead: &'a [X],
     rule: &'a AxisRule,
     /// Data's stride along the axis.
     axis_stride: usize,
@@ -232,14 +240,14 @@ struct Run<'a> {
     position: usize,
 }
 
-impl Run<'_> {
+impl<X: KernelIndex> Run<'_, X> {
     /// Combine each of `upd` into its target in `target` (the output from
     /// the row's base on); one loop per axis kind and prefetch choice.
     #[inline(always)]
     fn apply<W: Clone, C: Combine<W>, const ALONG_LAST: bool, const PREFETCH: bool>(
         &self,
         target: &mut [W],
-        idx: &[i64],
+        idx: &[X],
         upd: &[W],
     ) -> Result<(), usize> {
         let size = self.rule.size;
@@ -259,13 +267,13 @@ impl Run<'_> {
         for (k, (&v, u)) in idx.iter().zip(upd).enumerate() {
             if PREFETCH {
                 if let Some(&ahead) = self.ahead.get(k + TARGET_AHEAD) {
-                    let i = self.rule.position(ahead);
+                    let i = self.rule.position(ahead.wide());
                     if let Some(item) = target.get(cell(k + TARGET_AHEAD, i)).filter(|_| i < size) {
                         prefetch_item(item);
                     }
                 }
             }
-            let i = self.rule.position(v);
+            let i = self.rule.position(v.wide());
             if ALONG_LAST {
                 C::combine(target.get_mut(i).ok_or(self.position + k)?, u);
             } else if i < size {
@@ -289,11 +297,11 @@ impl Run<'_> {
 /// one thread: packed, 1.3x faster). Without `packed_strips`, or when a
 /// strip cannot be allocated, the task copies data into its pieces of the
 /// output and updates them in place (same order, same result).
-fn scatter_by_columns<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
+fn scatter_by_columns<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: KernelIndex>(
     data: &[W],
     out: &mut [O],
     g: &Geometry<'_>,
-    indices: &[i64],
+    indices: &[X],
     updates: &[W],
     tasks: usize,
     packed_strips: bool,
@@ -309,7 +317,7 @@ fn scatter_by_columns<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>>(
             columns: cuts[t]..cuts[t + 1],
             owned,
         };
-        task.apply::<W, C>(data, g, indices, updates, packed_strips)
+        task.apply::<W, C, X>(data, g, indices, updates, packed_strips)
     })
 }
 
@@ -321,11 +329,11 @@ struct ColumnTask<'a, O> {
 }
 
 impl<O> ColumnTask<'_, O> {
-    fn apply<W: Clone, C: Combine<W>>(
+    fn apply<W: Clone, C: Combine<W>, X: KernelIndex>(
         self,
         data: &[W],
         g: &Geometry<'_>,
-        indices: &[i64],
+        indices: &[X],
         updates: &[W],
         packed_strips: bool,
     ) -> Result<(), usize>
@@ -335,7 +343,7 @@ impl<O> ColumnTask<'_, O> {
         let tile = column_tile::<W>(self.owned.len());
         let mut strip: Vec<W> = Vec::new();
         if packed_strips && strip.try_reserve_exact(self.owned.len() * tile).is_ok() {
-            return self.apply_packed::<W, C>(strip, tile, data, g, indices, updates);
+            return self.apply_packed::<W, C, X>(strip, tile, data, g, indices, updates);
         }
         let last = g.data_shape[g.data_shape.len() - 1];
         let c0 = self.columns.start;
@@ -350,7 +358,7 @@ impl<O> ColumnTask<'_, O> {
                 pieces: &mut pieces,
                 first_column: c0,
             };
-            apply_columns::<W, C, _>(&mut cells, j0, j1, g, indices, updates)?;
+            apply_columns::<W, C, _, X>(&mut cells, j0, j1, g, indices, updates)?;
         }
         Ok(())
     }
@@ -358,13 +366,13 @@ impl<O> ColumnTask<'_, O> {
     /// Each tile of columns is packed from `data` into `strip` (room for
     /// `tile` columns of every row), updated there, then stored into the
     /// owned pieces.
-    fn apply_packed<W: Clone, C: Combine<W>>(
+    fn apply_packed<W: Clone, C: Combine<W>, X: KernelIndex>(
         mut self,
         mut strip: Vec<W>,
         tile: usize,
         data: &[W],
         g: &Geometry<'_>,
-        indices: &[i64],
+        indices: &[X],
         updates: &[W],
     ) -> Result<(), usize>
     where
@@ -386,7 +394,7 @@ impl<O> ColumnTask<'_, O> {
                 row_len: j1 - j0,
                 first_column: j0,
             };
-            apply_columns::<W, C, _>(&mut cells, j0, j1, g, indices, updates)?;
+            apply_columns::<W, C, _, X>(&mut cells, j0, j1, g, indices, updates)?;
             let (p0, p1) = (j0 - c0, j1 - c0);
             for (r, row) in strip.chunks_exact(j1 - j0).enumerate() {
                 if let Some(upcoming) = self.owned.get(r + STRIP_PREFETCH_ROWS) {
@@ -412,14 +420,14 @@ trait OwnedCells<W> {
     /// Apply one index row's share of a tile, in order; `Err(j)`: `idx[j]`
     /// is the first index out of range.
     #[inline(always)]
-    fn apply_row<C: Combine<W>>(
+    fn apply_row<C: Combine<W>, X: KernelIndex>(
         &mut self,
         row: IndexRow,
-        idx: &[i64],
+        idx: &[X],
         upd: &[W],
         rule: AxisRule,
     ) -> Result<(), usize> {
-        apply_cell_by_cell::<W, C, Self>(self, row, idx, upd, rule)
+        apply_cell_by_cell::<W, C, Self, X>(self, row, idx, upd, rule)
     }
 }
 
@@ -444,10 +452,10 @@ impl<W> OwnedCells<W> for WholeRows<'_, W> {
     /// 0, in A/B runs: 1.33x faster on one thread, 1.23x into a buffer and
     /// 1.36x fresh on two.)
     #[inline(never)]
-    fn apply_row<C: Combine<W>>(
+    fn apply_row<C: Combine<W>, X: KernelIndex>(
         &mut self,
         row: IndexRow,
-        idx: &[i64],
+        idx: &[X],
         upd: &[W],
         rule: AxisRule,
     ) -> Result<(), usize> {
@@ -460,12 +468,12 @@ impl<W> OwnedCells<W> for WholeRows<'_, W> {
         let Some(cells) = first.and_then(|first| self.out.get_mut(first..)) else {
             // Never for a tile of a checked geometry; the cell-by-cell walk
             // fails there as any other walk would.
-            return apply_cell_by_cell::<W, C, Self>(self, row, idx, upd, rule);
+            return apply_cell_by_cell::<W, C, Self, X>(self, row, idx, upd, rule);
         };
         let len = idx.len().min(upd.len());
         let (idx, upd) = (&idx[..len], &upd[..len]);
         for j in 0..len {
-            let i = rule.position(idx[j]);
+            let i = rule.position(idx[j].wide());
             if i >= rule.size {
                 return Err(j);
             }
@@ -494,12 +502,12 @@ impl<W> OwnedCells<W> for RowPieces<'_, '_, W> {
 const PREFETCH_ROWS: usize = 16;
 
 /// Apply every index row's updates in columns `[j0, j1)`, in order.
-fn apply_columns<W, C: Combine<W>, O: OwnedCells<W>>(
+fn apply_columns<W, C: Combine<W>, O: OwnedCells<W>, X: KernelIndex>(
     owned: &mut O,
     j0: usize,
     j1: usize,
     g: &Geometry<'_>,
-    indices: &[i64],
+    indices: &[X],
     updates: &[W],
 ) -> Result<(), usize> {
     let rank = g.data_shape.len();
@@ -528,7 +536,7 @@ fn apply_columns<W, C: Combine<W>, O: OwnedCells<W>>(
             first_column: j0,
         };
         owned
-            .apply_row::<C>(row, idx, upd, rule)
+            .apply_row::<C, X>(row, idx, upd, rule)
             .map_err(|j| start + j0 + j)?;
     }
     Ok(())
@@ -546,15 +554,15 @@ struct IndexRow {
 /// Combine each `upd[j]` into its cell through [`OwnedCells::cell`], in
 /// order; `Err(j)`: `idx[j]` is the first index out of range.
 #[inline(always)]
-fn apply_cell_by_cell<W, C: Combine<W>, O: OwnedCells<W> + ?Sized>(
+fn apply_cell_by_cell<W, C: Combine<W>, O: OwnedCells<W> + ?Sized, X: KernelIndex>(
     owned: &mut O,
     row: IndexRow,
-    idx: &[i64],
+    idx: &[X],
     upd: &[W],
     rule: AxisRule,
 ) -> Result<(), usize> {
     for (j, (&v, u)) in idx.iter().zip(upd).enumerate() {
-        let i = rule.position(v);
+        let i = rule.position(v.wide());
         if i >= rule.size {
             return Err(j);
         }
@@ -592,7 +600,7 @@ mod tests {
         packed_strips: bool,
     ) -> Result<Vec<i64>, usize> {
         fresh_output(data.len(), |out| {
-            scatter_by_columns::<i64, _, AddOp>(data, out, g, idx, upd, tasks, packed_strips)
+            scatter_by_columns::<i64, _, AddOp, i64>(data, out, g, idx, upd, tasks, packed_strips)
         })
     }
 
@@ -624,9 +632,9 @@ mod tests {
                 rule: &rule,
             };
             let mut expected = vec![0; data.len()];
-            scatter::<i64, i64, AddOp>(&data, &mut expected, &g, &idx, &upd).unwrap();
+            scatter::<i64, i64, AddOp, i64>(&data, &mut expected, &g, &idx, &upd).unwrap();
             let fresh = fresh_output(data.len(), |out| {
-                scatter::<i64, _, AddOp>(&data, out, &g, &idx, &upd)
+                scatter::<i64, _, AddOp, i64>(&data, out, &g, &idx, &upd)
             });
             assert_eq!(
                 fresh,
@@ -704,7 +712,7 @@ mod tests {
         for tasks in [1, 2, 3] {
             for packed_strips in [true, false] {
                 let mut out = vec![0; data.len()];
-                scatter_by_columns::<i64, i64, AddOp>(
+                scatter_by_columns::<i64, i64, AddOp, i64>(
                     &data,
                     &mut out,
                     &g,
@@ -731,7 +739,7 @@ mod tests {
                         let mut wrong = idx.clone();
                         wrong[bad] = value;
                         let mut out = vec![0; data.len()];
-                        let found = scatter_by_columns::<i64, i64, AddOp>(
+                        let found = scatter_by_columns::<i64, i64, AddOp, i64>(
                             &data,
                             &mut out,
                             &g,
@@ -789,10 +797,10 @@ mod tests {
                 }
             }
             let mut out = vec![0; data.len()];
-            scatter::<i64, i64, Overwrite>(&data, &mut out, &g, &idx, &upd).unwrap();
+            scatter::<i64, i64, Overwrite, i64>(&data, &mut out, &g, &idx, &upd).unwrap();
             assert_eq!(out, expected, "axis {axis}");
             let fresh = fresh_output(data.len(), |out| {
-                scatter::<i64, _, Overwrite>(&data, out, &g, &idx, &upd)
+                scatter::<i64, _, Overwrite, i64>(&data, out, &g, &idx, &upd)
             });
             assert_eq!(fresh, Ok(expected), "fresh, axis {axis}");
             for bad in [0, 15, 16, 17, 31, 32, 39, 40, 56, 79, 80, 119] {
@@ -800,7 +808,7 @@ mod tests {
                     let mut wrong = idx.clone();
                     wrong[bad] = value;
                     let mut out = vec![0; data.len()];
-                    let found = scatter::<i64, i64, Overwrite>(&data, &mut out, &g, &wrong, &upd);
+                    let found = scatter::<i64, i64, Overwrite, i64>(&data, &mut out, &g, &wrong, &upd);
                     assert_eq!(found, Err(bad), "axis {axis}, index {value} at {bad}");
                 }
             }

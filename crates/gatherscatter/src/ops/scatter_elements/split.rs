@@ -10,6 +10,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::rows::{apply_span, Geometry};
+use crate::index::KernelIndex;
 use crate::mem::parallel;
 use crate::reduction::Combine;
 
@@ -21,7 +22,7 @@ const MIN_UPDATES_PER_TASK: usize = 1 << 16;
 /// or too few updates per task), or when the copies would outnumber the
 /// updates, as each copy costs a pass over the output that the updates it
 /// takes off the first task must outweigh.
-pub(crate) fn split_tasks<W>(out_len: usize, indices: &[i64], updates: &[W]) -> Option<usize> {
+pub(crate) fn split_tasks<W, X>(out_len: usize, indices: &[X], updates: &[W]) -> Option<usize> {
     let n = indices.len();
     let work = std::mem::size_of_val(indices) + std::mem::size_of_val(updates);
     let tasks = parallel::one_task_per_thread(work, n / MIN_UPDATES_PER_TASK);
@@ -40,11 +41,11 @@ enum Fold<'a, W> {
 /// copies larger than the updates, or memory for them refused), and `out`
 /// is untouched. `Err(p)`: the first index out of range is at flat
 /// position `p`, as the serial loop reports it.
-pub(super) fn scatter_split<W: Clone + Send + Sync, C: Combine<W>>(
+pub(super) fn scatter_split<W: Clone + Send + Sync, C: Combine<W>, X: KernelIndex>(
     data: &[W],
     out: &mut [W],
     g: &Geometry<'_>,
-    indices: &[i64],
+    indices: &[X],
     updates: &[W],
 ) -> Option<Result<(), usize>> {
     if !C::SPLITS {
@@ -61,7 +62,7 @@ pub(super) fn scatter_split<W: Clone + Send + Sync, C: Combine<W>>(
     let folds = std::iter::once(Fold::Output(&mut *out))
         .chain(copies.iter_mut().map(Fold::Copy))
         .collect();
-    if let Err(p) = fold_runs::<W, C>(folds, data, g, indices, updates) {
+    if let Err(p) = fold_runs::<W, C, X>(folds, data, g, indices, updates) {
         return Some(Err(p));
     }
     merge::<W, C>(out, &copies);
@@ -71,11 +72,11 @@ pub(super) fn scatter_split<W: Clone + Send + Sync, C: Combine<W>>(
 /// Task `t` of `folds.len()` folds run `t` of the updates (runs of equal
 /// length, in order) into its fold, a copy of `data` made first when it
 /// is not the output. `Err(p)`: `p` is the first bad index over all runs.
-fn fold_runs<W: Clone + Send + Sync, C: Combine<W>>(
+fn fold_runs<W: Clone + Send + Sync, C: Combine<W>, X: KernelIndex>(
     folds: Vec<Fold<'_, W>>,
     data: &[W],
     g: &Geometry<'_>,
-    indices: &[i64],
+    indices: &[X],
     updates: &[W],
 ) -> Result<(), usize> {
     let tasks = folds.len();
@@ -92,7 +93,7 @@ fn fold_runs<W: Clone + Send + Sync, C: Combine<W>>(
             }
         };
         let run: Range<usize> = t * n / tasks..(t + 1) * n / tasks;
-        if let Err(p) = apply_span::<W, C>(target, 0, g, run, indices, updates) {
+        if let Err(p) = apply_span::<W, C, X>(target, 0, g, run, indices, updates) {
             first_bad.fetch_min(p, Ordering::Relaxed);
         }
         Ok::<(), std::convert::Infallible>(())

@@ -56,7 +56,7 @@ pub(crate) fn scatter_reduce<T: Clone + Send + Sync, C: Combine<T>>(
         // SAFETY: that kernel stores through `Slot` only.
         #[allow(unsafe_code)]
         let slots = unsafe { crate::mem::uninit::as_slots(out) };
-        return scatter::<T, MaybeUninit<T>, C>(data, slots, g, indices, updates)
+        return scatter::<T, MaybeUninit<T>, C, i64>(data, slots, g, indices, updates)
             .map_err(Stop::BadIndex);
     }
     copy_into(data, out);
