@@ -808,7 +808,8 @@ mod tests {
                     let mut wrong = idx.clone();
                     wrong[bad] = value;
                     let mut out = vec![0; data.len()];
-                    let found = scatter::<i64, i64, Overwrite, i64>(&data, &mut out, &g, &wrong, &upd);
+                    let found =
+                        scatter::<i64, i64, Overwrite, i64>(&data, &mut out, &g, &wrong, &upd);
                     assert_eq!(found, Err(bad), "axis {axis}, index {value} at {bad}");
                 }
             }
