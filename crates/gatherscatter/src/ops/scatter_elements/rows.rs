@@ -27,8 +27,19 @@ pub(crate) struct Geometry<'a> {
     pub rule: &'a AxisRule,
 }
 
-/// A column split pays only when each task's piece of a row is this long.
+/// A column split pays only when each task's piece of a row is this long,
+/// or [`MIN_COLUMN_BYTES_PER_TASK`] long for wider elements.
 const MIN_COLUMNS_PER_TASK: usize = 64;
+
+/// Pieces of a row of this many bytes already pay for a column task: rows
+/// of 64 complex128 (1 KiB) along axis 0 had run as one task on two
+/// threads (a [256, 64, 64] overwrite, 3.3 ms on one thread and on two).
+const MIN_COLUMN_BYTES_PER_TASK: usize = 256;
+
+/// The shortest piece of a row, in elements of `W`, a column task takes.
+fn min_columns_per_task<W>() -> usize {
+    MIN_COLUMNS_PER_TASK.min(MIN_COLUMN_BYTES_PER_TASK / std::mem::size_of::<W>().max(1))
+}
 
 /// `out = data`, then every update combined into its target. `Err(p)`: the
 /// index at flat position `p` is out of range (out is then partly written).
@@ -70,8 +81,9 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: Kern
     // threads: 30-56 ms, against 12-14 ms for one column task on one
     // thread and 7-8 ms for four on two; complex128 rows of 64, 45 ms
     // against 7.)
-    let column_tasks = (last / MIN_COLUMNS_PER_TASK).clamp(1, tasks);
-    let by_columns = axis < rank - 1 && last >= MIN_COLUMNS_PER_TASK && slabs < tasks.max(2);
+    let min_columns = min_columns_per_task::<W>();
+    let column_tasks = (last / min_columns).clamp(1, tasks);
+    let by_columns = axis < rank - 1 && last >= min_columns && slabs < tasks.max(2);
     // A single slab (a one-dim scatter, or any along axis 0) goes to the
     // serial loop or to tasks that split the updates, even when the output
     // is too small to split: the updates may still be many.
