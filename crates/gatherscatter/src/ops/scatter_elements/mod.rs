@@ -423,10 +423,8 @@ impl ScatterElements {
         let overwrite = |out: &mut [MaybeUninit<T::Word>]| {
             scatter::<_, _, Overwrite, X>(words, out, &g, idx, upd)
         };
-        let reduce = |out: &mut [MaybeUninit<T>]| match self.reduce(data, &g, idx, updates, out) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(found)) => Err(Stop::BadIndex(found)),
-            Err(error) => Err(Stop::Error(error)),
+        let reduce = |out: &mut [MaybeUninit<T>]| {
+            Stop::from_kernel(self.reduce(data, &g, idx, updates, out))
         };
         // SAFETY: `scatter` returns `Ok` only after writing every slot: its
         // tasks own disjoint parts of the output that cover it, and each
@@ -443,11 +441,8 @@ impl ScatterElements {
             Some(result) => result,
             None => {
                 let mut out = alloc_output(len).map_err(Stop::Error)?;
-                match self.apply(data, indices_shape, idx, updates, plan, &mut out) {
-                    Ok(Ok(())) => Ok(out),
-                    Ok(Err(found)) => Err(Stop::BadIndex(found)),
-                    Err(error) => Err(Stop::Error(error)),
-                }
+                Stop::from_kernel(self.apply(data, indices_shape, idx, updates, plan, &mut out))
+                    .map(|()| out)
             }
         }
     }
@@ -516,6 +511,20 @@ impl ScatterElements {
 enum Stop {
     BadIndex(usize),
     Error(Error),
+}
+
+impl Stop {
+    /// A kernel's result (`Ok(Err(p))`: a bad index at flat position `p`)
+    /// as a reason to stop, if any.
+    fn from_kernel(
+        applied: Result<std::result::Result<(), usize>>,
+    ) -> std::result::Result<(), Stop> {
+        match applied {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(found)) => Err(Stop::BadIndex(found)),
+            Err(error) => Err(Stop::Error(error)),
+        }
+    }
 }
 
 /// The reduction kernel, for [`crate::reduction::Reduce::with_combine`] to run with the
