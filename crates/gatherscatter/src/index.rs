@@ -111,16 +111,26 @@ pub(crate) fn kernel_indices<I: IndexElement>(values: &[I]) -> Result<KernelIndi
     if !fits_i32 {
         return canonical_indices(values).map(KernelIndices::I64);
     }
-    let mut narrow = Vec::new();
-    narrow
-        .try_reserve_exact(values.len())
+    // Every value of these types fits in `i32`.
+    let narrow = converted(values, DType::I32, |&v| canonical(v) as i32)?;
+    Ok(KernelIndices::I32(Cow::Owned(narrow)))
+}
+
+/// `f` of each of `values` in a new vector of `dtype`'s elements (named in
+/// the error when the memory is refused), on the pool for large inputs.
+fn converted<I: IndexElement, X: Send>(
+    values: &[I],
+    dtype: DType,
+    f: impl Fn(&I) -> X + Sync + Send,
+) -> Result<Vec<X>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(values.len())
         .map_err(|_| Error::Allocation {
             elements: values.len(),
-            dtype: DType::I32,
+            dtype,
         })?;
-    // Every value of these types fits in `i32`.
-    narrow.extend(values.iter().map(|&v| canonical(v) as i32));
-    Ok(KernelIndices::I32(Cow::Owned(narrow)))
+    parallel::map_into(values, &mut out, f);
+    Ok(out)
 }
 
 /// Indices as `i64`, the one index type the large fused kernels are compiled
@@ -134,13 +144,7 @@ pub(crate) fn canonical_indices<I: IndexElement>(
     if let Some(same) = I::as_i64_slice(values) {
         return Ok(std::borrow::Cow::Borrowed(same));
     }
-    let mut wide = Vec::new();
-    wide.try_reserve_exact(values.len())
-        .map_err(|_| Error::Allocation {
-            elements: values.len(),
-            dtype: DType::I64,
-        })?;
-    wide.extend(values.iter().map(|&v| canonical(v)));
+    let wide = converted(values, DType::I64, |&v| canonical(v))?;
     Ok(std::borrow::Cow::Owned(wide))
 }
 

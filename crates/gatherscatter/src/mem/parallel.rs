@@ -38,6 +38,26 @@ pub(crate) fn one_task_per_thread(out_bytes: usize, units: usize) -> usize {
     }
 }
 
+/// `out` (empty, with room for `src.len()` values) filled with `f` of each
+/// of `src`, in order: on the calling thread for small inputs, else in a
+/// few tasks per thread (a whole-tensor widening of indices had run on one
+/// thread before every scatter's kernel).
+pub(crate) fn map_into<S: Sync, D: Send>(
+    src: &[S],
+    out: &mut Vec<D>,
+    f: impl Fn(&S) -> D + Sync + Send,
+) {
+    let bytes = std::mem::size_of_val(src) + src.len() * std::mem::size_of::<D>();
+    match tasks(bytes, src.len()) {
+        1 => out.extend(src.iter().map(f)),
+        many => src
+            .par_iter()
+            .with_min_len(src.len().div_ceil(many))
+            .map(f)
+            .collect_into_vec(out),
+    }
+}
+
 /// Run `f(task, chunk)` over `out` cut into chunks of `chunk_len` (the last
 /// may be shorter): inline if there is a single chunk, else on the pool.
 pub(crate) fn for_each_chunk<W: Send>(
