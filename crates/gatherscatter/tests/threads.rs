@@ -412,6 +412,55 @@ fn a_split_scatter_names_the_first_bad_index_in_order() {
     }
 }
 
+/// Every index type through ScatterElements' kernels, on indices large
+/// enough to be widened by several tasks (int8, int16, uint8 and uint16
+/// into `i32`, uint32 and uint64 into `i64`) or read in place (int32,
+/// int64): the same output as the int64 indices, bit for bit on 1, 2, 3
+/// and 5 threads, and a bad index near the end named where it is.
+#[test]
+fn scatters_on_every_index_type_match_the_int64_result() {
+    // 60,000 indices: 300 KB of uint8 and their int32 copy, past the
+    // parallel threshold.
+    let shape = vec![100, 6, 100];
+    let len: usize = shape.iter().product();
+    let data = Tensor::new(shape.clone(), floats(len, 5)).unwrap();
+    let updates = Tensor::new(shape.clone(), floats(len, 9)).unwrap();
+    // Non-negative and below 100, so every index type holds them; 120 is
+    // out of range on both axes.
+    let wide: Vec<i64> = (0..len as i64).map(|i| (i * 7919) % 100).collect();
+    for axis in [0usize, 2] {
+        let mut values = wide.clone();
+        for v in values.iter_mut() {
+            *v %= shape[axis] as i64;
+        }
+        let as_i64 = Tensor::new(shape.clone(), values.clone()).unwrap();
+        for reduction in [Reduction::None, Reduction::Add] {
+            let op = ScatterElements::new(axis as i64).reduction(reduction);
+            let expected = exact(&op.run(&data, &as_i64, &updates).unwrap());
+            for index_dtype in gatherscatter::DType::INDEX_TYPES {
+                let wide128: Vec<i128> = values.iter().map(|&v| i128::from(v)).collect();
+                let idx = index_tensor(index_dtype, &shape, &wide128);
+                let out = same_for_every_thread_count(|| op.run(&data, &idx, &updates).unwrap());
+                assert_eq!(
+                    exact(&out),
+                    expected,
+                    "axis {axis}, {index_dtype:?}, {reduction:?}"
+                );
+                let mut bad = wide128.clone();
+                bad[len - 3] = 120;
+                let bad = index_tensor(index_dtype, &shape, &bad);
+                for threads in [1, 2, 3] {
+                    let err = in_pool(threads, || op.run(&data, &bad, &updates).unwrap_err());
+                    assert!(
+                        err.to_string().contains("120"),
+                        "axis {axis}, {index_dtype:?}, {threads} threads: {err}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn gather_nd_tuples_resolved_by_several_tasks_match_the_reference_and_name_the_first_bad_one() {
     // 200,000 pairs (3.2 MB of indices, several tasks) into 300 x 500.
