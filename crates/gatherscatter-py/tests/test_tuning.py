@@ -82,3 +82,14 @@ def test_a_tuning_variable_that_does_not_parse_fails_the_import_naming_it():
     assert run.returncode != 0
     assert "AttributeValueError" in run.stderr
     assert 'GATHERSCATTER_TUNING="stores=fast"' in run.stderr
+
+
+def test_a_pinning_variable_that_does_not_parse_fails_the_import_naming_it():
+    env = dict(os.environ, GATHERSCATTER_PIN_THREADS="no")
+    run = subprocess.run([sys.executable, "-c", "import gatherscatter"], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode != 0
+    assert 'GATHERSCATTER_PIN_THREADS="no"' in run.stderr
+    for value in ("0", "1"):
+        env = dict(os.environ, GATHERSCATTER_PIN_THREADS=value)
+        subprocess.run([sys.executable, "-c", "import gatherscatter"], env=env, check=True)

@@ -16,13 +16,39 @@
 //! every CPU gets one worker whatever else runs, as it would unpinned. A
 //! smaller pool is left to the scheduler, so that processes that each ask
 //! for a few threads (Dask workers, say) do not all crowd onto the first
-//! CPUs. `GATHERSCATTER_PIN_THREADS=0` turns pinning off.
+//! CPUs. `GATHERSCATTER_PIN_THREADS=0` turns pinning off (`1`, or unset,
+//! leaves it on); any other value is refused by [`pinning_from_env`],
+//! which the programs call at start-up.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use rayon::{ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder};
 
 /// The environment variable that, set to `0`, leaves every worker free.
 pub const PIN_VARIABLE: &str = "GATHERSCATTER_PIN_THREADS";
+
+/// Whether pools are pinned, from [`PIN_VARIABLE`]: unset or `1` on, `0`
+/// off; any other value is an error naming it.
+///
+/// ```
+/// assert_eq!(gatherscatter_threads::pinning(None), Ok(true));
+/// assert_eq!(gatherscatter_threads::pinning(Some("0")), Ok(false));
+/// assert!(gatherscatter_threads::pinning(Some("no")).is_err());
+/// ```
+pub fn pinning(value: Option<&str>) -> Result<bool, String> {
+    match value.map(str::trim) {
+        None | Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        Some(other) => Err(format!(
+            "{PIN_VARIABLE}=\"{other}\": expected 0 (workers left free) or 1 (pinned)"
+        )),
+    }
+}
+
+/// [`pinning`] of the environment's [`PIN_VARIABLE`].
+pub fn pinning_from_env() -> Result<bool, String> {
+    let value = std::env::var_os(PIN_VARIABLE).map(|v| v.to_string_lossy().into_owned());
+    pinning(value.as_deref())
+}
 
 /// A pool of `threads` workers (at least 1) named `name(i)`, each pinned to
 /// one CPU when [`pinned_cpus`] says so.
@@ -68,9 +94,11 @@ pub fn builder(threads: usize) -> ThreadPoolBuilder {
 
 /// The CPU each worker of a `threads`-worker pool is pinned to: the CPUs
 /// this process may use, in order, when there are exactly `threads` of
-/// them, pinning is not turned off and the platform can pin; else `None`.
+/// them, pinning is on ([`pinning_from_env`]; a value it refuses pins
+/// nothing, the programs having stopped on it first) and the platform can
+/// pin; else `None`.
 pub fn pinned_cpus(threads: usize) -> Option<Vec<usize>> {
-    if std::env::var(PIN_VARIABLE).is_ok_and(|v| v.trim() == "0") {
+    if pinning_from_env() != Ok(true) {
         return None;
     }
     let cpus = allowed_cpus()?;

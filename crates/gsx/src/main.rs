@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         gsx::files::install_signal_cleanup()?;
         // The kernels would read a bad value as unset: refuse it here.
         gatherscatter::tuning::Tuning::from_env().map_err(|e| CliError::usage(e.to_string()))?;
+        gatherscatter_threads::pinning_from_env().map_err(CliError::usage)?;
         // Nothing has used rayon yet, so this cannot fail.
         let _ = gatherscatter_threads::configure_global();
         execute(cli)

@@ -172,6 +172,7 @@ fn run(args: &Args) -> Result<Result<String, Unsupported>, CliError> {
             Tuning::from_env().map_err(|e| CliError::usage(e.to_string()))?;
         }
     }
+    gatherscatter_threads::pinning_from_env().map_err(CliError::usage)?;
     let manifest_path = args.workload_dir.join("manifest.json");
     let text =
         std::fs::read_to_string(&manifest_path).map_err(|e| CliError::io(&manifest_path, e))?;
