@@ -244,6 +244,34 @@ pub(crate) fn rank_without_trailing_ones(data: &[usize], indices: &[usize], axis
     end
 }
 
+/// The shapes with the dims after the axis merged into one when data and
+/// indices agree on all of them: the same elements in the same order, but
+/// longer rows, and rows that share a data base become consecutive (which
+/// GatherElements' strip packing needs).
+///
+/// Trailing dims of size 1 in both are dropped first: with only such dims
+/// after it, the axis is the last one, and its rows are read as the last
+/// axis's are (blocks of one element along an outer axis ran 4.8x slower
+/// than numpy as tiles of one column).
+pub(crate) fn merge_dims_after_axis(
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    axis: usize,
+) -> (SmallDims, SmallDims) {
+    let end = rank_without_trailing_ones(data_shape, indices_shape, axis);
+    let (data_shape, indices_shape) = (&data_shape[..end], &indices_shape[..end]);
+    let after = axis + 1;
+    if after + 1 >= data_shape.len() || data_shape[after..] != indices_shape[after..] {
+        return (
+            SmallDims::from_slice(data_shape),
+            SmallDims::from_slice(indices_shape),
+        );
+    }
+    let merged: usize = data_shape[after..].iter().product();
+    let with_merged = |shape: &[usize]| SmallDims::pushed(&shape[..after], merged);
+    (with_merged(data_shape), with_merged(indices_shape))
+}
+
 /// Row-major strides of a shape whose element count is known to fit `usize`.
 pub(crate) fn strides(shape: &[usize]) -> SmallDims {
     let mut strides = SmallDims::filled(1, shape.len());
@@ -308,6 +336,34 @@ impl RowBases {
     }
 }
 
+impl RowBases {
+    /// The next base and how many consecutive rows, at most `max`, share
+    /// it: the rows along the axis when the axis is the last leading dim
+    /// (its stride is 0), one row otherwise. The walk moves past them all.
+    #[inline]
+    pub(crate) fn next_run(&mut self, max: usize) -> Option<(usize, usize)> {
+        if self.remaining == 0 || max == 0 {
+            return None;
+        }
+        let base = self.base;
+        let run = match self.coord.len().checked_sub(1) {
+            Some(d) if self.lead_strides[d] == 0 => {
+                let run = (self.lead_shape[d] - self.coord[d])
+                    .min(max)
+                    .min(self.remaining);
+                // The skipped rows leave the base where it is (stride 0);
+                // the step below carries into the dims before.
+                self.coord[d] += run - 1;
+                self.remaining -= run - 1;
+                run
+            }
+            _ => 1,
+        };
+        self.next();
+        Some((base, run))
+    }
+}
+
 impl Iterator for RowBases {
     type Item = usize;
 
@@ -336,6 +392,31 @@ impl Iterator for RowBases {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_of_rows_visit_the_same_bases_as_single_steps() {
+        let cases: [(&[usize], &[usize], usize); 5] = [
+            (&[3, 4, 5], &[3, 4, 5], 1),
+            (&[3, 4, 5], &[2, 3, 5], 1),
+            (&[3, 4, 5], &[3, 4, 5], 0),
+            (&[6, 2], &[6, 2], 0),
+            (&[7], &[7], 0),
+        ];
+        for (data, indices, axis) in cases {
+            let single: Vec<usize> = RowBases::new(indices, data, axis).collect();
+            for max in [1, 2, 3, 100] {
+                for first in 0..single.len() {
+                    let mut walk = RowBases::new(indices, data, axis).starting_at(first);
+                    let mut seen = Vec::new();
+                    while let Some((base, run)) = walk.next_run(max) {
+                        assert!((1..=max).contains(&run));
+                        seen.extend(std::iter::repeat_n(base, run));
+                    }
+                    assert_eq!(seen, single[first..], "{data:?} {indices:?} {axis} {max}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn product_of_shape_with_zero_is_zero_even_if_others_overflow() {

@@ -28,24 +28,59 @@ pub(crate) const MEASURED_LAST_LEVEL_CACHE: usize = 32 << 20;
 /// (sizes such as `32768K`); `None` off Linux, under Miri, or when no size
 /// parses.
 fn read_last_level_cache() -> Option<usize> {
-    if cfg!(miri) || !cfg!(target_os = "linux") {
-        return None;
-    }
-    let entries = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    let mut largest = None;
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        let kind = std::fs::read_to_string(dir.join("type")).unwrap_or_default();
-        if kind.trim() == "Instruction" {
-            continue;
-        }
-        let size = std::fs::read_to_string(dir.join("size")).unwrap_or_default();
-        if let Some(bytes) = parse_cache_size(size.trim()) {
-            largest = largest.max(Some(bytes));
-        }
-    }
-    largest.filter(|&bytes| bytes > 0)
+    read_data_caches().map(|(_, bytes)| bytes).max()
 }
+
+/// The data or unified caches of the first CPU: `(level, bytes)` each,
+/// from sysfs; none off Linux, under Miri, or where nothing parses.
+fn read_data_caches() -> impl Iterator<Item = (u32, usize)> {
+    let readable = !cfg!(miri) && cfg!(target_os = "linux");
+    let entries = readable
+        .then(|| std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok())
+        .flatten();
+    entries.into_iter().flatten().flatten().filter_map(|entry| {
+        let dir = entry.path();
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        if read("type").trim() == "Instruction" {
+            return None;
+        }
+        let level = read("level").trim().parse().ok()?;
+        let bytes = parse_cache_size(read("size").trim()).filter(|&b| b > 0)?;
+        Some((level, bytes))
+    })
+}
+
+/// The level-1 data and level-2 caches of one core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CoreCaches {
+    pub(crate) level1: usize,
+    pub(crate) level2: usize,
+}
+
+/// The running CPU's [`CoreCaches`], read once from sysfs; where a level
+/// cannot be read, the smallest of the x86-64 server cores measured
+/// (32 KiB and 512 KiB, AMD EPYC family 25 model 1). Tiles meant to stay in
+/// L1 or L2 are sized from them.
+pub(crate) fn core_caches() -> CoreCaches {
+    static CACHES: std::sync::OnceLock<CoreCaches> = std::sync::OnceLock::new();
+    *CACHES.get_or_init(|| {
+        let mut caches = MEASURED_CORE_CACHES;
+        for (level, bytes) in read_data_caches() {
+            match level {
+                1 => caches.level1 = bytes,
+                2 => caches.level2 = bytes,
+                _ => {}
+            }
+        }
+        caches
+    })
+}
+
+/// The fallback of [`core_caches`].
+const MEASURED_CORE_CACHES: CoreCaches = CoreCaches {
+    level1: 32 << 10,
+    level2: 512 << 10,
+};
 
 /// `"32768K"` → 32 MiB; also `M`, `G` and plain bytes.
 fn parse_cache_size(text: &str) -> Option<usize> {
@@ -76,5 +111,7 @@ mod tests {
         assert_eq!(parse_cache_size("K"), None);
         assert_eq!(parse_cache_size("12Q"), None);
         assert!(last_level_cache_bytes() > 0);
+        let caches = core_caches();
+        assert!(0 < caches.level1 && caches.level1 <= caches.level2);
     }
 }
