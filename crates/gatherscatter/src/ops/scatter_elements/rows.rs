@@ -18,7 +18,7 @@ use crate::mem::prefetch::{
 };
 use crate::mem::uninit::Slot;
 use crate::reduction::Combine;
-use crate::shape::{rank_without_trailing_ones, strides, IndexRows, RowBases};
+use crate::shape::{merge_dims_after_axis, strides, IndexRows, RowBases};
 
 /// Shapes of one call; indices' shape is checked against data's.
 pub(crate) struct Geometry<'a> {
@@ -50,11 +50,17 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: Kern
     indices: &[X],
     updates: &[W],
 ) -> Result<(), usize> {
-    // An axis followed only by size-1 dims is walked as the last axis.
-    let rank = rank_without_trailing_ones(g.data_shape, g.indices_shape, g.rule.axis);
+    // An axis followed only by size-1 dims is walked as the last axis, and
+    // the dims after an outer axis, when data and indices agree on them, as
+    // one: fewer, longer rows, whose column split and strips then span
+    // only the axis's rows (a [256, 64, 128] float64 overwrite along axis
+    // 0 had packed strips of all 16384 rows).
+    let (data_shape, indices_shape) =
+        merge_dims_after_axis(g.data_shape, g.indices_shape, g.rule.axis);
+    let rank = data_shape.len();
     let g = &Geometry {
-        data_shape: &g.data_shape[..rank],
-        indices_shape: &g.indices_shape[..rank],
+        data_shape: &data_shape,
+        indices_shape: &indices_shape,
         rule: g.rule,
     };
     if takes_small_path(out.len(), indices.len()) {
