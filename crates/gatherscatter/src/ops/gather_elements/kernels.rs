@@ -169,19 +169,12 @@ fn outer_axis_tile<W>(axis_size: usize, row_len: usize, packed: bool) -> usize {
         return ((2 << 20) / column_bytes).max(64 / word).max(16);
     }
     let caches = cpu::core_caches();
-    let in_level1 = prev_power_of_two(caches.level1 * 2 / 3 / column_bytes);
+    let fits = caches.level1 * 2 / 3 / column_bytes;
+    let in_level1 = fits.checked_ilog2().map_or(0, |bits| 1 << bits);
     if in_level1 >= 32 && in_level1 * 2 >= row_len {
         return in_level1;
     }
     (caches.level2 / 8 / column_bytes).max(64)
-}
-
-/// The largest power of two at most `n` (0 for 0).
-fn prev_power_of_two(n: usize) -> usize {
-    match n {
-        0 => 0,
-        _ => 1 << (usize::BITS - 1 - n.leading_zeros()),
-    }
 }
 
 /// Whether the outer-axis loop copies each column tile of data into a
