@@ -32,6 +32,10 @@ pub trait IndexElement: Copy + fmt::Debug + Send + Sync + 'static + sealed::Seal
     #[doc(hidden)]
     fn as_i32_slice(values: &[Self]) -> Option<&[i32]>;
 
+    /// The slice itself when `Self` is `u16`.
+    #[doc(hidden)]
+    fn as_u16_slice(values: &[Self]) -> Option<&[u16]>;
+
     /// The value as `i64`, or `i64::MAX` for a `u64` above it: a plain
     /// widening for every other type, which loops over slices vectorize.
     #[doc(hidden)]
@@ -65,16 +69,27 @@ macro_rules! index_element {
                     None
                 }
             }
+            fn as_u16_slice(values: &[Self]) -> Option<&[u16]> {
+                if Self::DTYPE == DType::U16 {
+                    bytemuck::try_cast_slice(values).ok()
+                } else {
+                    None
+                }
+            }
         }
     )*};
 }
 index_element!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64);
 
 /// An index type the fused scatter kernels are compiled for, read as `i64`
-/// one value at a time: `i64`, and `i32` (ONNX's other index type, and
-/// what the narrower types widen to). A whole-tensor `i64` copy of `i32`
-/// indices had cost a 16 MiB float32 scatter-add along the last axis 1.4 ms
-/// of its 4.4 (Zen 5, one thread), as much again on two.
+/// one value at a time: `i64`, `i32` (ONNX's other index type, and what
+/// `i8`, `i16` and `u8` widen to) and `u16` (numpy's compact index type
+/// for axes up to 65536). A whole-tensor `i64` copy of `i32` indices had
+/// cost a 16 MiB float32 scatter-add along the last axis 1.4 ms of its 4.4
+/// (Zen 5, one thread), as much again on two; the `i32` copy of `u16`
+/// indices still cost 0.45 ms on one thread and 0.7 on two (an overwrite
+/// of the same size, 3.54 ms with `i32` indices, 3.98 with `u16`). Each
+/// type costs a copy of every kernel: `u16` made the library 26% larger.
 pub(crate) trait KernelIndex: Copy + Send + Sync + 'static {
     fn wide(self) -> i64;
 }
@@ -86,6 +101,13 @@ impl KernelIndex for i64 {
     }
 }
 
+impl KernelIndex for u16 {
+    #[inline(always)]
+    fn wide(self) -> i64 {
+        i64::from(self)
+    }
+}
+
 impl KernelIndex for i32 {
     #[inline(always)]
     fn wide(self) -> i64 {
@@ -93,12 +115,13 @@ impl KernelIndex for i32 {
     }
 }
 
-/// Indices as the fused scatter kernels read them: `i64` and `i32`
-/// borrowed, `i8`, `i16`, `u8` and `u16` copied once into `i32`, `u32` and
-/// `u64` into `i64` (see [`canonical_indices`]).
+/// Indices as the fused scatter kernels read them: `i64`, `i32` and `u16`
+/// borrowed, `i8`, `i16` and `u8` copied once into `i32`, `u32` and `u64`
+/// into `i64` (see [`canonical_indices`]).
 pub(crate) enum KernelIndices<'a> {
     I64(std::borrow::Cow<'a, [i64]>),
     I32(std::borrow::Cow<'a, [i32]>),
+    U16(&'a [u16]),
 }
 
 /// [`KernelIndices`] of `values`.
@@ -107,7 +130,10 @@ pub(crate) fn kernel_indices<I: IndexElement>(values: &[I]) -> Result<KernelIndi
     if let Some(same) = I::as_i32_slice(values) {
         return Ok(KernelIndices::I32(Cow::Borrowed(same)));
     }
-    let fits_i32 = matches!(I::DTYPE, DType::I8 | DType::I16 | DType::U8 | DType::U16);
+    if let Some(same) = I::as_u16_slice(values) {
+        return Ok(KernelIndices::U16(same));
+    }
+    let fits_i32 = matches!(I::DTYPE, DType::I8 | DType::I16 | DType::U8);
     if !fits_i32 {
         return canonical_indices(values).map(KernelIndices::I64);
     }

@@ -376,6 +376,7 @@ impl ScatterElements {
         let applied = match kernel_indices(indices.data())? {
             KernelIndices::I64(idx) => self.apply(data, shape, &idx, updates, plan, out)?,
             KernelIndices::I32(idx) => self.apply(data, shape, &idx, updates, plan, out)?,
+            KernelIndices::U16(idx) => self.apply(data, shape, idx, updates, plan, out)?,
         };
         applied.map_err(|found| first_bad_index(indices, plan.rule, found))
     }
@@ -396,6 +397,7 @@ impl ScatterElements {
         let made = match kernel_indices(indices.data())? {
             KernelIndices::I64(idx) => self.fresh_with(data, shape, &idx, updates, plan),
             KernelIndices::I32(idx) => self.fresh_with(data, shape, &idx, updates, plan),
+            KernelIndices::U16(idx) => self.fresh_with(data, shape, idx, updates, plan),
         };
         made.map_err(|stop| match stop {
             Stop::BadIndex(found) => first_bad_index(indices, plan.rule, found),
