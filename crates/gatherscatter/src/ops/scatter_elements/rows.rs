@@ -53,6 +53,13 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: Kern
     indices: &[X],
     updates: &[W],
 ) -> Result<(), usize> {
+    // Small calls first: the shape work below cost them about 10% more.
+    if takes_small_path(out.len(), indices.len()) {
+        let out = O::init_from(out, data);
+        return try_for_each_target(g.data_shape, g.indices_shape, g.rule, indices, |k, at| {
+            C::combine(&mut out[at], &updates[k])
+        });
+    }
     // An axis followed only by size-1 dims is walked as the last axis, and
     // the dims after an outer axis, when data and indices agree on them, as
     // one: fewer, longer rows, whose column split and strips then span
@@ -66,12 +73,6 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: Kern
         indices_shape: &indices_shape,
         rule: g.rule,
     };
-    if takes_small_path(out.len(), indices.len()) {
-        let out = O::init_from(out, data);
-        return try_for_each_target(g.data_shape, g.indices_shape, g.rule, indices, |k, at| {
-            C::combine(&mut out[at], &updates[k])
-        });
-    }
     let axis = g.rule.axis;
     let slab = g.data_shape[axis..].iter().product::<usize>();
     let slabs = out.len().checked_div(slab).unwrap_or(0);
