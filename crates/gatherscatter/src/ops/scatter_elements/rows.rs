@@ -184,9 +184,11 @@ fn copy_and_apply_slabs<W: Clone, O: Slot<W>, C: Combine<W>, X: KernelIndex>(
 /// need the axis second-to-last and at least 32 columns. Measured on AMD
 /// EPYC family 26 model 2 (48 KiB L1, 1 MiB L2), overwrites along the
 /// middle axis of 256, int64 indices, 16 MiB, one thread, in place ->
-/// tiles: int8 slabs of 1 MiB 85 -> 24 ms (numpy 59), of 512 KiB 51 ->
-/// 21, of 256 KiB 17.7 -> 20.5 (kept in place); float32 slabs of 1 MiB
-/// 8.1 -> 6.8, of 512 KiB 4.6 -> 6.4 (kept in place).
+/// tiles: int8 slabs of 1 MiB 85 -> 23 ms (numpy 59), of 512 KiB (add)
+/// 55 -> 21; float32 slabs of 1 MiB 8.2 -> 7.0. Below the rule, in place
+/// won: int8 slabs of 256 KiB 17.8 ms against 21.6-24.1 in tiles, of
+/// 128 KiB 17.2 against 21.9-22.3; float32 of 512 KiB 5.0-5.2 against
+/// 6.6-6.9.
 fn slab_tile<W, X>(g: &Geometry<'_>, slab_bytes: usize) -> Option<usize> {
     let rank = g.data_shape.len();
     let caches = cpu::core_caches();
