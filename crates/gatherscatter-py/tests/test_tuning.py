@@ -75,21 +75,23 @@ def test_the_environment_names_the_tuning_at_first_use():
     assert "last-level cache" in lines[1] and "word gather 4 B" in lines[1]
 
 
+def import_with(variable, value):
+    """`import gatherscatter` in a new interpreter with `variable` set."""
+    env = dict(os.environ, **{variable: value})
+    return subprocess.run([sys.executable, "-c", "import gatherscatter"], env=env,
+                          capture_output=True, text=True)
+
+
 def test_a_tuning_variable_that_does_not_parse_fails_the_import_naming_it():
-    env = dict(os.environ, GATHERSCATTER_TUNING="stores=fast")
-    run = subprocess.run([sys.executable, "-c", "import gatherscatter"], env=env,
-                         capture_output=True, text=True)
+    run = import_with("GATHERSCATTER_TUNING", "stores=fast")
     assert run.returncode != 0
     assert "AttributeValueError" in run.stderr
     assert 'GATHERSCATTER_TUNING="stores=fast"' in run.stderr
 
 
 def test_a_pinning_variable_that_does_not_parse_fails_the_import_naming_it():
-    env = dict(os.environ, GATHERSCATTER_PIN_THREADS="no")
-    run = subprocess.run([sys.executable, "-c", "import gatherscatter"], env=env,
-                         capture_output=True, text=True)
+    run = import_with("GATHERSCATTER_PIN_THREADS", "no")
     assert run.returncode != 0
     assert 'GATHERSCATTER_PIN_THREADS="no"' in run.stderr
     for value in ("0", "1"):
-        env = dict(os.environ, GATHERSCATTER_PIN_THREADS=value)
-        subprocess.run([sys.executable, "-c", "import gatherscatter"], env=env, check=True)
+        assert import_with("GATHERSCATTER_PIN_THREADS", value).returncode == 0

@@ -76,6 +76,15 @@ pub(crate) fn core_caches() -> CoreCaches {
     })
 }
 
+/// The most columns of `column_bytes` each, a power of two, that fit in
+/// two thirds of L1 (the rest is left to the indices and output streaming
+/// past): the width of the packed tiles that GatherElements and
+/// ScatterElements keep in L1. 0 when not even one fits.
+pub(crate) fn columns_in_level1(column_bytes: usize) -> usize {
+    let fits = core_caches().level1 * 2 / 3 / column_bytes.max(1);
+    fits.checked_ilog2().map_or(0, |bits| 1 << bits)
+}
+
 /// The fallback of [`core_caches`].
 const MEASURED_CORE_CACHES: CoreCaches = CoreCaches {
     level1: 32 << 10,
@@ -113,5 +122,8 @@ mod tests {
         assert!(last_level_cache_bytes() > 0);
         let caches = core_caches();
         assert!(0 < caches.level1 && caches.level1 <= caches.level2);
+        let columns = columns_in_level1(64);
+        assert!(columns.is_power_of_two() && columns * 64 <= caches.level1);
+        assert_eq!(columns_in_level1(usize::MAX), 0);
     }
 }

@@ -168,13 +168,11 @@ fn outer_axis_tile<W>(axis_size: usize, row_len: usize, packed: bool) -> usize {
     if !packed {
         return ((2 << 20) / column_bytes).max(64 / word).max(16);
     }
-    let caches = cpu::core_caches();
-    let fits = caches.level1 * 2 / 3 / column_bytes;
-    let in_level1 = fits.checked_ilog2().map_or(0, |bits| 1 << bits);
+    let in_level1 = cpu::columns_in_level1(column_bytes);
     if in_level1 >= 32 && in_level1 * 2 >= row_len {
         return in_level1;
     }
-    (caches.level2 / 8 / column_bytes).max(64)
+    (cpu::core_caches().level2 / 8 / column_bytes).max(64)
 }
 
 /// Whether the outer-axis loop copies each column tile of data into a

@@ -198,10 +198,7 @@ fn slab_tile<W, X>(g: &Geometry<'_>, slab_bytes: usize) -> Option<usize> {
     if g.rule.axis + 2 != rank || !spills {
         return None;
     }
-    let level1 = caches.level1;
-    let column_bytes = g.data_shape[g.rule.axis].max(1) * word;
-    let fits = level1 * 2 / 3 / column_bytes;
-    let tile = fits.checked_ilog2().map_or(0, |bits| 1 << bits);
+    let tile = cpu::columns_in_level1(g.data_shape[g.rule.axis] * word);
     (tile >= 32 && tile < g.data_shape[rank - 1]).then_some(tile)
 }
 
