@@ -10,7 +10,7 @@
 //! | knob | values | `auto` chooses by |
 //! |---|---|---|
 //! | `stores` | `cached`, `streaming` | output size against a quarter of the last-level cache |
-//! | `word_gather` | `scalar`, `vector` | a measurement of both loops on first use, per word size (ties to `vector`) |
+//! | `word_gather` | `scalar`, `vector` | a measurement of both loops on first use, per word size and index type (ties to `vector`) |
 //! | `block_order` | `output`, `source` | source size against 1.5x the last-level cache, rows, tasks |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
 //!
@@ -64,17 +64,20 @@ pub struct Report {
     /// rows and few tasks).
     pub source_order_min_source_bytes: usize,
     /// The first-use measurement of the word gathers, for 4- and 8-byte
-    /// words: `None` where there is no vector loop to measure.
-    pub word_gather: [Option<WordTiming>; 2],
+    /// words, each with `i64`, `i32` and `u16` indices: empty where there
+    /// is no vector loop to measure.
+    pub word_gather: Vec<WordTiming>,
 }
 
-/// One word size's measurement: the best time of each loop over the same
-/// row.
+/// One word size's and index type's measurement: the best time of each
+/// loop over the same rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WordTiming {
     /// The word size in bytes.
     pub word_bytes: usize,
+    /// The index type's size in bytes (8 `i64`, 4 `i32`, 2 `u16`).
+    pub index_bytes: usize,
     /// The scalar loop.
     pub scalar: Duration,
     /// The vector (gather instruction) loop.
@@ -87,27 +90,30 @@ pub struct WordTiming {
 /// What the `auto` strategies resolve to here, measuring the word gathers
 /// first if no call has yet (a few milliseconds, once).
 pub fn report() -> Report {
-    let timing = |word_bytes| {
-        word_gather::measured(word_bytes).map(|m| WordTiming {
+    let timing = |(word_bytes, index_bytes)| {
+        word_gather::measured(word_bytes, index_bytes).map(|m| WordTiming {
             word_bytes,
+            index_bytes,
             scalar: m.scalar,
             vector: m.vector,
             vector_chosen: m.vector_wins(),
         })
     };
+    let sizes = [4, 8].into_iter().flat_map(|w| [(w, 8), (w, 4), (w, 2)]);
     Report {
         in_force: in_force(),
         avx2: cpu::avx2_available(),
         last_level_cache_bytes: cpu::last_level_cache_bytes(),
         streaming_min_bytes: stream::streaming_min_bytes(),
         source_order_min_source_bytes: source_order_min_source_bytes(),
-        word_gather: [timing(4), timing(8)],
+        word_gather: sizes.filter_map(timing).collect(),
     }
 }
 
 impl fmt::Display for Report {
     /// One line: `tuning stores=auto,... | LLC 32 MiB, streaming from 8 MiB,
-    /// source order from 48 MiB | word gather 4 B vector (9.1 us vs 20.3) ...`.
+    /// source order from 48 MiB | word gather 4 B by i64 vector (scalar
+    /// 20.3 us, vector 9.1 us) ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
         write!(
@@ -119,17 +125,23 @@ impl fmt::Display for Report {
             mib(self.streaming_min_bytes),
             mib(self.source_order_min_source_bytes),
         )?;
-        for (bytes, timing) in [4, 8].into_iter().zip(&self.word_gather) {
-            match timing {
-                Some(t) => write!(
-                    f,
-                    " {bytes} B {} (scalar {:.1} us, vector {:.1} us)",
-                    if t.vector_chosen { "vector" } else { "scalar" },
-                    t.scalar.as_secs_f64() * 1e6,
-                    t.vector.as_secs_f64() * 1e6,
-                )?,
-                None => write!(f, " {bytes} B scalar (no vector loop)")?,
-            }
+        if self.word_gather.is_empty() {
+            write!(f, " scalar (no vector loop)")?;
+        }
+        for t in &self.word_gather {
+            let index = match t.index_bytes {
+                8 => "i64",
+                4 => "i32",
+                _ => "u16",
+            };
+            write!(
+                f,
+                " {} B by {index} {} (scalar {:.1} us, vector {:.1} us)",
+                t.word_bytes,
+                if t.vector_chosen { "vector" } else { "scalar" },
+                t.scalar.as_secs_f64() * 1e6,
+                t.vector.as_secs_f64() * 1e6,
+            )?;
         }
         Ok(())
     }
@@ -148,6 +160,13 @@ mod tests {
         assert!(report.source_order_min_source_bytes > report.last_level_cache_bytes);
         let line = report.to_string();
         assert!(line.starts_with("tuning stores=cached,"), "{line}");
-        assert!(line.contains("word gather 4 B"), "{line}");
+        assert!(line.contains("word gather"), "{line}");
+        if report.avx2 && !cfg!(miri) {
+            assert_eq!(report.word_gather.len(), 6, "{line}");
+            assert!(
+                line.contains("4 B by i64") && line.contains("8 B by u16"),
+                "{line}"
+            );
+        }
     }
 }

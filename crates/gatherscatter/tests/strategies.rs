@@ -254,22 +254,30 @@ proptest! {
 }
 
 /// A long last-axis row of 4- and 8-byte words with one bad index past the
-/// vector loop's first groups: named where it is under every tuning.
+/// vector loop's first groups, in each index type the vector loops read in
+/// place: named where it is under every tuning.
 #[test]
 fn a_bad_index_in_a_vector_row_is_named_under_every_tuning() {
-    for dtype in [DType::F32, DType::F64] {
-        let size = 500;
+    let size = 500;
+    let mut values: Vec<i64> = (0..2 * 2000).map(|k| (k * 7) % size as i64).collect();
+    values[2000 + 1234] = size as i64;
+    let index_tensors = [
+        Tensor::new(vec![2, 2000], values.clone()).unwrap(),
+        Tensor::new(vec![2, 2000], values.iter().map(|&v| v as i32).collect()).unwrap(),
+        Tensor::new(vec![2, 2000], values.iter().map(|&v| v as u16).collect()).unwrap(),
+    ];
+    for (dtype, indices) in [DType::F32, DType::F64]
+        .into_iter()
+        .flat_map(|d| index_tensors.iter().map(move |i| (d, i)))
+    {
         let data = match dtype {
             DType::F32 => Tensor::new(vec![2, size], vec![1.5f32; 2 * size]).unwrap(),
             _ => Tensor::new(vec![2, size], vec![2.5f64; 2 * size]).unwrap(),
         };
-        let mut values: Vec<i64> = (0..2 * 2000).map(|k| (k * 7) % size as i64).collect();
-        values[2000 + 1234] = size as i64;
-        let indices = Tensor::new(vec![2, 2000], values).unwrap();
         for tuning in every_tuning() {
             for threads in [1, 2] {
                 let err = in_pool(threads, || {
-                    tuning::scoped(tuning, || GatherElements::new(1).run(&data, &indices))
+                    tuning::scoped(tuning, || GatherElements::new(1).run(&data, indices))
                 })
                 .unwrap_err();
                 assert_eq!(err.kind(), ErrorKind::OutOfBounds);

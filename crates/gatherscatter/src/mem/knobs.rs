@@ -33,7 +33,8 @@ pub enum Stores {
 #[non_exhaustive]
 pub enum WordGather {
     /// Whichever of the two a short measurement on first use found faster
-    /// on this CPU, for each word size.
+    /// on this CPU, for each word size and index type (`i64`, `i32`,
+    /// `u16`; other index types are widened to `i64`).
     #[default]
     Auto,
     /// One load per element.

@@ -5,7 +5,9 @@
 //! that sits in cache, so the scalar loop is bound by instructions (load
 //! the index, check it, load, store: about 4.5 cycles an element on W4),
 //! not by memory. `vpgatherqd` / `vpgatherqq` load four words per
-//! instruction after one vector check of four indices.
+//! instruction after one vector check of four indices; with `i32` or
+//! `u16` indices (widened to `i32` lanes in registers), `vpgatherdd` loads
+//! eight and `vpgatherdq` four.
 //!
 //! The functions write a prefix of the output and return its length: 0 when
 //! the CPU lacks AVX2 (or the target is not x86-64). The caller's scalar
@@ -17,6 +19,41 @@
 use crate::mem::cpu::avx2_available;
 use crate::mem::uninit::Slot;
 
+/// An index type the vector loops read in place: `i64`, `i32` and `u16`.
+pub(crate) trait VectorIndex: Sized {
+    /// The loop for 4-byte words.
+    #[cfg(target_arch = "x86_64")]
+    const U32S: unsafe fn(&[u32], &[Self], i64, *mut u32, bool) -> usize;
+    /// The loop for 8-byte words.
+    #[cfg(target_arch = "x86_64")]
+    const U64S: unsafe fn(&[u64], &[Self], i64, *mut u64, bool) -> usize;
+}
+
+impl VectorIndex for i64 {
+    #[cfg(target_arch = "x86_64")]
+    const U32S: unsafe fn(&[u32], &[i64], i64, *mut u32, bool) -> usize = x86::gather_u32s_avx2;
+    #[cfg(target_arch = "x86_64")]
+    const U64S: unsafe fn(&[u64], &[i64], i64, *mut u64, bool) -> usize = x86::gather_u64s_avx2;
+}
+
+impl VectorIndex for i32 {
+    #[cfg(target_arch = "x86_64")]
+    const U32S: unsafe fn(&[u32], &[i32], i64, *mut u32, bool) -> usize =
+        x86::gather_u32s_narrow_avx2::<i32, false>;
+    #[cfg(target_arch = "x86_64")]
+    const U64S: unsafe fn(&[u64], &[i32], i64, *mut u64, bool) -> usize =
+        x86::gather_u64s_narrow_avx2::<i32, false>;
+}
+
+impl VectorIndex for u16 {
+    #[cfg(target_arch = "x86_64")]
+    const U32S: unsafe fn(&[u32], &[u16], i64, *mut u32, bool) -> usize =
+        x86::gather_u32s_narrow_avx2::<u16, true>;
+    #[cfg(target_arch = "x86_64")]
+    const U64S: unsafe fn(&[u64], &[u16], i64, *mut u64, bool) -> usize =
+        x86::gather_u64s_narrow_avx2::<u16, true>;
+}
+
 /// Writes `dst[j] = row[p_j]` for 4-byte words, where `p_j` is
 /// `indices[j]` plus `negative_shift` when negative (the axis size, or 0
 /// where negative indices are refused), in groups of eight, stopping before
@@ -27,22 +64,15 @@ use crate::mem::uninit::Slot;
 /// With `streaming`, aligned stores bypass the cache (for outputs larger
 /// than it: a plain store first reads the line it writes); the caller must
 /// then call [`crate::mem::stream::store_fence`] before handing `dst` on.
-pub(crate) fn gather_u32s<O: Slot<u32>>(
+pub(crate) fn gather_u32s<O: Slot<u32>, X: VectorIndex>(
     row: &[u32],
-    indices: &[i64],
+    indices: &[X],
     negative_shift: i64,
     dst: &mut [O],
     streaming: bool,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    return run(
-        row,
-        indices,
-        negative_shift,
-        dst,
-        streaming,
-        x86::gather_u32s_avx2,
-    );
+    return run(row, indices, negative_shift, dst, streaming, X::U32S);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (row, indices, negative_shift, dst, streaming);
     #[cfg(not(target_arch = "x86_64"))]
@@ -50,22 +80,15 @@ pub(crate) fn gather_u32s<O: Slot<u32>>(
 }
 
 /// [`gather_u32s`] for 8-byte words, in groups of four.
-pub(crate) fn gather_u64s<O: Slot<u64>>(
+pub(crate) fn gather_u64s<O: Slot<u64>, X: VectorIndex>(
     row: &[u64],
-    indices: &[i64],
+    indices: &[X],
     negative_shift: i64,
     dst: &mut [O],
     streaming: bool,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    return run(
-        row,
-        indices,
-        negative_shift,
-        dst,
-        streaming,
-        x86::gather_u64s_avx2,
-    );
+    return run(row, indices, negative_shift, dst, streaming, X::U64S);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (row, indices, negative_shift, dst, streaming);
     #[cfg(not(target_arch = "x86_64"))]
@@ -74,13 +97,13 @@ pub(crate) fn gather_u64s<O: Slot<u64>>(
 
 /// Run an AVX2 `kernel` if the CPU has AVX2; 0 elements written otherwise.
 #[cfg(target_arch = "x86_64")]
-fn run<W, O: Slot<W>>(
+fn run<W, O: Slot<W>, X>(
     row: &[W],
-    indices: &[i64],
+    indices: &[X],
     negative_shift: i64,
     dst: &mut [O],
     streaming: bool,
-    kernel: x86::Kernel<W>,
+    kernel: x86::Kernel<W, X>,
 ) -> usize {
     if !avx2_available() {
         return 0;
@@ -111,7 +134,7 @@ mod x86 {
     /// # Safety
     /// AVX2 must be available and `dst` valid for writes of
     /// `indices.len()` words, referenced by nothing else meanwhile.
-    pub(super) type Kernel<W> = unsafe fn(&[W], &[i64], i64, *mut W, bool) -> usize;
+    pub(super) type Kernel<W, X> = unsafe fn(&[W], &[X], i64, *mut W, bool) -> usize;
 
     /// Four indices, negatives shifted, and whether all four are in
     /// `[0, size)`.
@@ -239,6 +262,154 @@ mod x86 {
         }
         j
     }
+
+    /// Eight indices of 4 bytes (`i32`), or of 2 (`u16`) widened, as `i32`
+    /// lanes with negatives shifted, and whether all eight are in
+    /// `[0, size)`.
+    ///
+    /// # Safety
+    /// AVX2 must be available; `at` must point to eight readable indices
+    /// of that width.
+    #[target_feature(enable = "avx2")]
+    unsafe fn positions8<const U16: bool>(
+        at: *const u8,
+        shift: __m256i,
+        size: __m256i,
+    ) -> (__m256i, bool) {
+        // SAFETY: the caller guarantees the 16 or 32 readable bytes; the
+        // loads tolerate any alignment.
+        let v = unsafe {
+            match U16 {
+                true => _mm256_cvtepu16_epi32(_mm_loadu_si128(at.cast())),
+                false => _mm256_loadu_si256(at.cast()),
+            }
+        };
+        let negative = _mm256_cmpgt_epi32(_mm256_setzero_si256(), v);
+        let p = _mm256_add_epi32(v, _mm256_and_si256(negative, shift));
+        let at_least_0 = _mm256_cmpgt_epi32(p, _mm256_set1_epi32(-1));
+        let below_size = _mm256_cmpgt_epi32(size, p);
+        let ok = _mm256_movemask_epi8(_mm256_and_si256(at_least_0, below_size)) == -1;
+        (p, ok)
+    }
+
+    /// [`positions8`] for four indices, in a 128-bit vector.
+    ///
+    /// # Safety
+    /// AVX2 must be available; `at` must point to four readable indices of
+    /// that width.
+    #[target_feature(enable = "avx2")]
+    unsafe fn positions4<const U16: bool>(
+        at: *const u8,
+        shift: __m128i,
+        size: __m128i,
+    ) -> (__m128i, bool) {
+        // SAFETY: the caller guarantees the 8 or 16 readable bytes; the
+        // loads tolerate any alignment.
+        let v = unsafe {
+            match U16 {
+                true => _mm_cvtepu16_epi32(_mm_loadl_epi64(at.cast())),
+                false => _mm_loadu_si128(at.cast()),
+            }
+        };
+        let negative = _mm_cmpgt_epi32(_mm_setzero_si128(), v);
+        let p = _mm_add_epi32(v, _mm_and_si128(negative, shift));
+        let at_least_0 = _mm_cmpgt_epi32(p, _mm_set1_epi32(-1));
+        let below_size = _mm_cmpgt_epi32(size, p);
+        let ok = _mm_movemask_epi8(_mm_and_si128(at_least_0, below_size)) == 0xFFFF;
+        (p, ok)
+    }
+
+    /// The axis size and negative shift as `i32` lanes, or `None` for a
+    /// row too long for them (the scalar loop takes it).
+    fn narrow_bounds(row_len: usize, shift: i64) -> Option<(i32, i32)> {
+        Some((i32::try_from(row_len).ok()?, i32::try_from(shift).ok()?))
+    }
+
+    /// [`gather_u32s_avx2`] with `i32` indices or `u16` ones (`U16`), eight
+    /// a group, each group one `vpgatherdd`.
+    ///
+    /// # Safety
+    /// As for [`Kernel`]; `X` must be 2 bytes wide when `U16`, else 4.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn gather_u32s_narrow_avx2<X, const U16: bool>(
+        row: &[u32],
+        indices: &[X],
+        shift: i64,
+        dst: *mut u32,
+        streaming: bool,
+    ) -> usize {
+        debug_assert_eq!(std::mem::size_of::<X>(), if U16 { 2 } else { 4 });
+        let streaming = streaming && dst.align_offset(16) == 0;
+        let Some((size, shift)) = narrow_bounds(row.len(), shift) else {
+            return 0;
+        };
+        let (shift, size) = (_mm256_set1_epi32(shift), _mm256_set1_epi32(size));
+        let base = row.as_ptr().cast::<i32>();
+        let at = indices.as_ptr().cast::<u8>();
+        let width = std::mem::size_of::<X>();
+        let mut j = 0;
+        while j + 8 <= indices.len() {
+            // SAFETY: `j + 8 <= indices.len()`: eight readable indices.
+            let (p, ok) = unsafe { positions8::<U16>(at.add(j * width), shift, size) };
+            if !ok {
+                break;
+            }
+            // SAFETY: every lane of `p` is in `[0, row.len())` (checked just
+            // above), so each 4-byte load lies inside `row`; `dst` has room
+            // for `indices.len() >= j + 8` words, so for the two 16-byte stores.
+            unsafe {
+                let v = _mm256_i32gather_epi32::<4>(base, p);
+                let to = dst.add(j).cast::<__m128i>();
+                store(to, _mm256_castsi256_si128(v), streaming);
+                store(to.add(1), _mm256_extracti128_si256::<1>(v), streaming);
+            }
+            j += 8;
+        }
+        j
+    }
+
+    /// [`gather_u64s_avx2`] with `i32` or `u16` indices, four a group, each
+    /// group one `vpgatherdq`.
+    ///
+    /// # Safety
+    /// As for [`gather_u32s_narrow_avx2`].
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn gather_u64s_narrow_avx2<X, const U16: bool>(
+        row: &[u64],
+        indices: &[X],
+        shift: i64,
+        dst: *mut u64,
+        streaming: bool,
+    ) -> usize {
+        debug_assert_eq!(std::mem::size_of::<X>(), if U16 { 2 } else { 4 });
+        let streaming = streaming && dst.align_offset(16) == 0;
+        let Some((size, shift)) = narrow_bounds(row.len(), shift) else {
+            return 0;
+        };
+        let (shift, size) = (_mm_set1_epi32(shift), _mm_set1_epi32(size));
+        let base = row.as_ptr().cast::<i64>();
+        let at = indices.as_ptr().cast::<u8>();
+        let width = std::mem::size_of::<X>();
+        let mut j = 0;
+        while j + 4 <= indices.len() {
+            // SAFETY: `j + 4 <= indices.len()`: four readable indices.
+            let (p, ok) = unsafe { positions4::<U16>(at.add(j * width), shift, size) };
+            if !ok {
+                break;
+            }
+            // SAFETY: every lane of `p` is in `[0, row.len())` (checked just
+            // above), so each 8-byte load lies inside `row`; `dst` has room
+            // for `indices.len() >= j + 4` words, so for the two 16-byte stores.
+            unsafe {
+                let v = _mm256_i32gather_epi64::<8>(base, p);
+                let to = dst.add(j).cast::<__m128i>();
+                store(to, _mm256_castsi256_si128(v), streaming);
+                store(to.add(1), _mm256_extracti128_si256::<1>(v), streaming);
+            }
+            j += 4;
+        }
+        j
+    }
 }
 
 #[cfg(test)]
@@ -268,35 +439,63 @@ mod tests {
             .collect()
     }
 
+    /// Every case in `i64`, and in `i32` and `u16` wherever all its values
+    /// fit those types.
     #[test]
     fn every_length_and_a_bad_index_at_every_position() {
-        let row32: Vec<u32> = (0..19).map(|v| v * 3 + 1).collect();
-        let row64: Vec<u64> = (0..19).map(|v| v * 5 + 2).collect();
         for len in [0, 1, 3, 4, 7, 8, 9, 16, 21] {
             let good = indices(len, 19);
-            let mut cases = vec![(good.clone(), 19)];
+            let non_negative: Vec<i64> = good.iter().map(|v| v.rem_euclid(19)).collect();
+            let mut cases = vec![(good.clone(), 19), (non_negative.clone(), 19)];
             for bad_at in 0..len {
-                for bad in [19, -20, i64::MIN, i64::MAX] {
-                    let mut with_bad = good.clone();
-                    with_bad[bad_at] = bad;
-                    cases.push((with_bad, 19));
+                // Past the end and below the start of each type's range;
+                // without negatives for `u16`.
+                let signed = [19, -20, i32::MIN.into(), i64::MAX];
+                for (start, bad) in [(&good, &signed[..]), (&non_negative, &[19, 65535])] {
+                    for &bad in bad {
+                        let mut with_bad = start.clone();
+                        with_bad[bad_at] = bad;
+                        cases.push((with_bad, 19));
+                    }
                 }
             }
             // Negative indices refused: shift 0 makes every negative bad.
             cases.push((good.clone(), 0));
-            let with_modes = cases
+            for ((idx, shift), streaming) in cases
                 .into_iter()
-                .flat_map(|c| [(c.clone(), false), (c, true)]);
-            for ((idx, shift), streaming) in with_modes {
-                let mut out32 = vec![0u32; len];
-                let done = gather_u32s(&row32, &idx, shift, &mut out32, streaming);
-                check_prefix(done, 8, &out32, &row32, &idx, shift);
-                let mut out64 = vec![0u64; len];
-                let done = gather_u64s(&row64, &idx, shift, &mut out64, streaming);
-                check_prefix(done, 4, &out64, &row64, &idx, shift);
-                crate::mem::stream::store_fence();
+                .flat_map(|c| [(c.clone(), false), (c, true)])
+            {
+                check_each_word(&idx, shift, streaming);
+                if let Ok(narrow) = idx
+                    .iter()
+                    .map(|&v| i32::try_from(v))
+                    .collect::<Result<Vec<_>, _>>()
+                {
+                    check_each_word(&narrow, shift, streaming);
+                }
+                if let Ok(narrow) = idx
+                    .iter()
+                    .map(|&v| u16::try_from(v))
+                    .collect::<Result<Vec<_>, _>>()
+                {
+                    check_each_word(&narrow, shift, streaming);
+                }
             }
         }
+    }
+
+    /// Both kernels on indices `idx` of one type, against the formula.
+    fn check_each_word<X: VectorIndex + Copy + Into<i64>>(idx: &[X], shift: i64, streaming: bool) {
+        let row32: Vec<u32> = (0..19).map(|v| v * 3 + 1).collect();
+        let row64: Vec<u64> = (0..19).map(|v| v * 5 + 2).collect();
+        let wide: Vec<i64> = idx.iter().map(|&v| v.into()).collect();
+        let mut out32 = vec![0u32; idx.len()];
+        let done = gather_u32s(&row32, idx, shift, &mut out32, streaming);
+        check_prefix(done, 8, &out32, &row32, &wide, shift);
+        let mut out64 = vec![0u64; idx.len()];
+        let done = gather_u64s(&row64, idx, shift, &mut out64, streaming);
+        check_prefix(done, 4, &out64, &row64, &wide, shift);
+        crate::mem::stream::store_fence();
     }
 
     /// A kernel in groups of `group` must write exactly the whole groups
@@ -357,7 +556,8 @@ mod tests {
     #[test]
     fn an_empty_row_takes_no_index() {
         let mut out = [7u32; 8];
-        assert_eq!(gather_u32s(&[], &[0; 8], 0, &mut out, false), 0);
+        assert_eq!(gather_u32s(&[], &[0i64; 8], 0, &mut out, false), 0);
+        assert_eq!(gather_u32s(&[], &[0i32; 8], 0, &mut out, false), 0);
         assert_eq!(out, [7; 8]);
     }
 
@@ -365,7 +565,15 @@ mod tests {
     /// leave them untested).
     #[test]
     fn the_kernels_run_where_avx2_exists() {
-        let ran = gather_u32s(&[1; 8], &[0; 8], 1, &mut [0; 8], false) == 8;
+        let ran = gather_u32s(&[1; 8], &[0i64; 8], 1, &mut [0; 8], false) == 8;
+        assert_eq!(
+            gather_u32s(&[1; 8], &[0u16; 8], 1, &mut [0; 8], false) == 8,
+            ran
+        );
+        assert_eq!(
+            gather_u64s(&[1; 4], &[0i32; 4], 1, &mut [0; 4], false) == 4,
+            ran
+        );
         assert_eq!(ran, avx2_available());
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         assert_eq!(ran, std::arch::is_x86_feature_detected!("avx2"));

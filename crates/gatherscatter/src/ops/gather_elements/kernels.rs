@@ -4,8 +4,8 @@
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::index::{
-    first_bad_index, position_shifted, takes_small_path, try_for_each_target, AxisRule,
-    IndexElement, IndexReader, WideIndices,
+    first_bad_index, position_shifted, takes_small_path, try_for_each_target, AxisRule, InPlace,
+    IndexElement, IndexSource, KernelIndex, ReadIndices, WideIndices,
 };
 use crate::mem::cpu;
 use crate::mem::knobs;
@@ -69,14 +69,23 @@ fn fill_words<T: Element, I: IndexElement, O: Slot<T::Word> + 'static>(
     if plan.output_len == 0 {
         return Ok(());
     }
-    let found = gather_rows(
-        T::as_words(data.data()),
-        data.shape(),
-        indices.shape(),
-        WideIndices::new(&indices.data()),
-        &plan.rule,
-        out,
-    );
+    let words = T::as_words(data.data());
+    let shapes = (data.shape(), indices.shape());
+    let values = indices.data();
+    // `i32` and `u16` are read in place, as `i64` is: widened a chunk at a
+    // time, they had run slower than `i64` indices of twice their bytes (a
+    // [256, 64, 256] float32 gather along the last axis from Python, one /
+    // two threads: int32 2.3 / 1.23 ms -> 1.5 / 0.83, uint16 2.15 / 1.16 ->
+    // 1.4 / 0.75, int64 1.85 / 1.0; along the middle axis of [256, 256,
+    // 64], int32 5.7 / 3.0 -> 5.0 / 2.65, uint16 5.45 / 2.75 -> 4.05 /
+    // 2.15). Each type costs a copy of every kernel: 0.76 MB of library.
+    let found = if let Some(same) = I::as_i32_slice(values) {
+        gather_rows(words, shapes, InPlace(same), &plan.rule, out)
+    } else if let Some(same) = I::as_u16_slice(values) {
+        gather_rows(words, shapes, InPlace(same), &plan.rule, out)
+    } else {
+        gather_rows(words, shapes, WideIndices::new(&values), &plan.rule, out)
+    };
     found.map_err(|found| first_bad_index(indices, plan.rule, found))
 }
 
@@ -84,11 +93,10 @@ fn fill_words<T: Element, I: IndexElement, O: Slot<T::Word> + 'static>(
 /// [`check_indices_shape`]. Rows of the output (its last dim) are
 /// independent: contiguous ranges of rows go to separate tasks. Returns the
 /// flat position of a bad index if a task meets one.
-fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static>(
+fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexSource>(
     data: &[W],
-    data_shape: &[usize],
-    indices_shape: &[usize],
-    indices: WideIndices,
+    (data_shape, indices_shape): (&[usize], &[usize]),
+    indices: S,
     rule: &AxisRule,
     out: &mut [O],
 ) -> std::result::Result<(), usize> {
@@ -114,7 +122,7 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static>(
         // Rows' words are stored one by one; the vector loops align their
         // own runs of streaming stores, so no run length is asked for.
         streaming: stream::streams(tuning.stores, std::mem::size_of_val(out), usize::MAX),
-        vector: innermost && vector_row::<W, O>(tuning.word_gather).is_some(),
+        vector: innermost && vector_row::<W, O, S::Index>(tuning.word_gather).is_some(),
         tile: outer_axis_tile::<W>(rule.size, row_len, packed),
         packed,
         axis_size: rule.size,
@@ -210,12 +218,12 @@ struct RowGeometry {
 /// Fill whole rows `dst`, the output from flat position `first` on, from
 /// their data bases and indices; `Err(k)` when the index at flat position
 /// `k` is out of range.
-fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static>(
+fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
     data: &[W],
     geometry: &RowGeometry,
     rule: &AxisRule,
     bases: RowBases,
-    indices: &mut IndexReader,
+    indices: &mut R,
     first: usize,
     out: &mut [O],
 ) -> std::result::Result<(), usize> {
@@ -229,7 +237,7 @@ fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static>(
     if innermost {
         // Innermost axis: each row reads one contiguous data row at random offsets.
         let vector = match geometry.vector {
-            true => vector_row::<W, O>(knobs::WordGather::Vector),
+            true => vector_row::<W, O, R::Index>(knobs::WordGather::Vector),
             false => None,
         };
         let mut bases = bases.peekable();
@@ -292,12 +300,12 @@ const NEXT_PLANE_MAX_BYTES: usize = 32 << 10;
 /// cost more than the row's few elements (a [4096, 256, 4] float32 along
 /// the middle axis, rows of 4). `out` holds whole rows from flat position
 /// `first` on.
-fn gather_whole_rows<W: Clone, O: Slot<W>>(
+fn gather_whole_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
     data: &[W],
     geometry: &RowGeometry,
     rule: &AxisRule,
     mut bases: RowBases,
-    (indices, first): (&mut IndexReader, usize),
+    (indices, first): (&mut R, usize),
     out: &mut [O],
 ) -> std::result::Result<(), usize> {
     let row_len = geometry.row_len;
@@ -344,18 +352,18 @@ fn gather_whole_rows<W: Clone, O: Slot<W>>(
 /// a column counter wrapping at the row's end, carried across rows, ran
 /// 1.15x slower (int8 rows of 16 along the middle axis).
 #[inline]
-fn gather_row_piece<W: Clone, O: Slot<W>>(
+fn gather_row_piece<W: Clone, O: Slot<W>, X: KernelIndex>(
     from_base: &[W],
     stride: usize,
     shift: i64,
     size: usize,
     column: usize,
-    indices: &[i64],
+    indices: &[X],
     dst: &mut [O],
 ) -> std::result::Result<(), usize> {
     let column = from_base.get(column..).unwrap_or_default();
     for (j, (d, &v)) in dst.iter_mut().zip(indices).enumerate() {
-        let i = position_shifted(v, shift);
+        let i = position_shifted(v.wide(), shift);
         if i >= size {
             return Err(j);
         }
@@ -369,12 +377,12 @@ fn gather_row_piece<W: Clone, O: Slot<W>>(
 /// the indices, whose whole rows from flat position `first` on are these
 /// rows'. `Err(k)` at the first bad index, at flat position `k`.
 #[allow(clippy::too_many_arguments)]
-fn gather_tile<'o, W: Clone, O: Slot<W> + 'o>(
+fn gather_tile<'o, W: Clone, O: Slot<W> + 'o, R: ReadIndices>(
     data: &[W],
     geometry: &RowGeometry,
     rule: &AxisRule,
     bases: RowBases,
-    (indices, first): (&mut IndexReader, usize),
+    (indices, first): (&mut R, usize),
     columns: Range<usize>,
     pieces: impl Iterator<Item = &'o mut [O]>,
     strip: &mut Strip<W>,
@@ -498,14 +506,14 @@ const LOAD_ROW_MIN_BYTES: usize = 8 << 10;
 /// clamping each load and flagging bad indices per chunk, measured slower
 /// on W4 than this checked load.)
 #[allow(clippy::too_many_arguments)]
-pub(super) fn gather_within_row<W: Clone, O: Slot<W>>(
+pub(super) fn gather_within_row<W: Clone, O: Slot<W>, R: ReadIndices>(
     row: &[W],
     next_row: &[W],
     rule: &AxisRule,
-    indices: &mut IndexReader,
+    indices: &mut R,
     first: usize,
     dst: &mut [O],
-    vector: Option<VectorRow<W, O>>,
+    vector: Option<VectorRow<W, O, R::Index>>,
     streaming: bool,
 ) -> std::result::Result<(), usize> {
     let row_bytes = std::mem::size_of_val(row);
@@ -542,7 +550,11 @@ pub(super) fn gather_within_row<W: Clone, O: Slot<W>>(
             let rest = dst.get_mut(done..).unwrap_or_default().iter_mut();
             let pairs = rest.zip(idx.get(done..).unwrap_or_default());
             for (j, (d, &v)) in (done..).zip(pairs) {
-                d.put(row.get(rule.position(v)).ok_or(at + offset + j)?.clone());
+                d.put(
+                    row.get(rule.position(v.wide()))
+                        .ok_or(at + offset + j)?
+                        .clone(),
+                );
             }
             Ok::<_, usize>(())
         })?;
@@ -555,11 +567,11 @@ pub(super) fn gather_within_row<W: Clone, O: Slot<W>>(
 /// task would walk the whole axis strip: at 2 threads, 8 tasks read the data
 /// 8 times.) Column tiles as in the one-task loop.
 #[allow(clippy::too_many_arguments)]
-fn gather_outer_by_columns<W: Clone + Send + Sync, O: Slot<W>>(
+fn gather_outer_by_columns<W: Clone + Send + Sync, O: Slot<W>, S: IndexSource>(
     data: &[W],
     data_shape: &[usize],
     indices_shape: &[usize],
-    indices: WideIndices,
+    indices: S,
     rule: &AxisRule,
     geometry: &RowGeometry,
     out: &mut [O],

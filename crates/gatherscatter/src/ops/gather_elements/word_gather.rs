@@ -2,15 +2,17 @@
 //! AVX2 gathers ([`super::avx2`]) or the scalar loop. Gather instructions
 //! are fast on some CPUs and microcoded on others, so under
 //! [`WordGather::Auto`] the choice is a measurement: on first use, each
-//! word size times both loops on rows that sit in L2, through the kernel's
-//! own row function, and keeps the faster for the process.
+//! word size and index type times both loops on rows that sit in L2,
+//! through the kernel's own row function, and keeps the faster for the
+//! process.
 
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use super::avx2::VectorIndex;
 use super::kernels::gather_within_row;
-use crate::index::{AxisRule, WideIndices};
+use crate::index::{AxisRule, InPlace, KernelIndex};
 use crate::mem::cpu::avx2_available;
 use crate::mem::knobs::WordGather;
 use crate::mem::uninit::Slot;
@@ -19,35 +21,51 @@ use crate::mem::uninit::Slot;
 /// (each negative index shifted by the given amount, streaming stores if
 /// asked) for a prefix of `dst`, and returns its length (0 when the CPU
 /// cannot run it). See [`super::avx2`].
-pub(super) type VectorRow<W, O> = fn(&[W], &[i64], i64, &mut [O], bool) -> usize;
+pub(super) type VectorRow<W, O, X> = fn(&[W], &[X], i64, &mut [O], bool) -> usize;
 
-/// The vector loop for words of type `W` in slots `O`, if there is one and
-/// `choice` takes it: 4- and 8-byte words (f32, i32, u32, f64, i64, u64).
+/// The vector loop for words of type `W` in slots `O` and indices `X`, if
+/// there is one and `choice` takes it: 4- and 8-byte words (f32, i32, u32,
+/// f64, i64, u64), `i64`, `i32` and `u16` indices.
 /// (Loops for 1- and 2-byte words, gathering 4 bytes and keeping the low
 /// ones, measured no faster than the scalar loop on AMD EPYC family 25
 /// model 1: 1.1-1.6x slower for bytes, -15% to +50% for 2-byte words,
 /// inside the noise.)
-pub(super) fn vector_row<W: 'static, O: 'static>(choice: WordGather) -> Option<VectorRow<W, O>> {
-    let kernel = any_vector_row::<W, O>()?;
+pub(super) fn vector_row<W: 'static, O: 'static, X: 'static>(
+    choice: WordGather,
+) -> Option<VectorRow<W, O, X>> {
+    let kernel = any_vector_row::<W, O, X>()?;
     let taken = match choice {
         WordGather::Scalar => false,
         WordGather::Vector => true,
-        WordGather::Auto => measured(std::mem::size_of::<W>()).is_some_and(|m| m.vector_wins()),
+        WordGather::Auto => measured(std::mem::size_of::<W>(), std::mem::size_of::<X>())
+            .is_some_and(|m| m.vector_wins()),
     };
     taken.then_some(kernel)
 }
 
-fn any_vector_row<W: 'static, O: 'static>() -> Option<VectorRow<W, O>> {
+fn any_vector_row<W: 'static, O: 'static, X: 'static>() -> Option<VectorRow<W, O, X>> {
+    match std::mem::size_of::<X>() {
+        8 => vector_row_for::<W, O, X, i64>(),
+        4 => vector_row_for::<W, O, X, i32>(),
+        2 => vector_row_for::<W, O, X, u16>(),
+        _ => None,
+    }
+}
+
+/// The vector loop for `W`, `O` and `X` among those for indices `Y`: `None`
+/// unless `X` is `Y`.
+fn vector_row_for<W: 'static, O: 'static, X: 'static, Y: VectorIndex + 'static>(
+) -> Option<VectorRow<W, O, X>> {
     use super::avx2::{gather_u32s, gather_u64s};
     let kernels: [&dyn std::any::Any; 4] = [
-        &(gather_u32s::<u32> as VectorRow<u32, u32>),
-        &(gather_u32s::<MaybeUninit<u32>> as VectorRow<u32, MaybeUninit<u32>>),
-        &(gather_u64s::<u64> as VectorRow<u64, u64>),
-        &(gather_u64s::<MaybeUninit<u64>> as VectorRow<u64, MaybeUninit<u64>>),
+        &(gather_u32s::<u32, Y> as VectorRow<u32, u32, Y>),
+        &(gather_u32s::<MaybeUninit<u32>, Y> as VectorRow<u32, MaybeUninit<u32>, Y>),
+        &(gather_u64s::<u64, Y> as VectorRow<u64, u64, Y>),
+        &(gather_u64s::<MaybeUninit<u64>, Y> as VectorRow<u64, MaybeUninit<u64>, Y>),
     ];
     kernels
         .into_iter()
-        .find_map(|kernel| kernel.downcast_ref::<VectorRow<W, O>>())
+        .find_map(|kernel| kernel.downcast_ref::<VectorRow<W, O, X>>())
         .copied()
 }
 
@@ -81,42 +99,54 @@ const ROUNDS: usize = 3;
 const ROWS: usize = 16;
 const ROW_WORDS: usize = 4096;
 
-/// The measurement for `word_bytes`-byte words (4 or 8), made on first
-/// call; `None` for other sizes, without AVX2, and under Miri (which
-/// cannot time; the vector loop is then taken when compiled in).
-pub(crate) fn measured(word_bytes: usize) -> Option<Measured> {
-    static FOUR: OnceLock<Option<Measured>> = OnceLock::new();
-    static EIGHT: OnceLock<Option<Measured>> = OnceLock::new();
+/// The index types measured, by their width in bytes.
+const INDEX_BYTES: [usize; 3] = [8, 4, 2];
+
+/// The measurement for `word_bytes`-byte words (4 or 8) read through
+/// `index_bytes`-byte indices (`i64`, `i32`, `u16`), made on first call;
+/// `None` for other sizes, without AVX2, and under Miri (which cannot
+/// time; the vector loop is then taken when compiled in).
+pub(crate) fn measured(word_bytes: usize, index_bytes: usize) -> Option<Measured> {
+    static TIMINGS: [OnceLock<Option<Measured>>; 6] = [const { OnceLock::new() }; 6];
     let untimed = Measured {
         scalar: Duration::from_nanos(1),
         vector: Duration::ZERO,
     };
-    match word_bytes {
-        4 | 8 if cfg!(miri) => avx2_available().then_some(untimed),
-        4 => *FOUR.get_or_init(measure::<u32>),
-        8 => *EIGHT.get_or_init(measure::<u64>),
+    let index = INDEX_BYTES.iter().position(|&b| b == index_bytes)?;
+    let slot = |word: usize| &TIMINGS[word * INDEX_BYTES.len() + index];
+    match (word_bytes, index_bytes) {
+        (4 | 8, _) if cfg!(miri) => avx2_available().then_some(untimed),
+        (4, 8) => *slot(0).get_or_init(measure::<u32, i64>),
+        (4, 4) => *slot(0).get_or_init(measure::<u32, i32>),
+        (4, 2) => *slot(0).get_or_init(measure::<u32, u16>),
+        (8, 8) => *slot(1).get_or_init(measure::<u64, i64>),
+        (8, 4) => *slot(1).get_or_init(measure::<u64, i32>),
+        (8, 2) => *slot(1).get_or_init(measure::<u64, u16>),
         _ => None,
     }
 }
 
-fn measure<W: Copy + Default + Slot<W> + 'static>() -> Option<Measured> {
-    let vector = any_vector_row::<W, W>().filter(|_| avx2_available())?;
+fn measure<W, X>() -> Option<Measured>
+where
+    W: Copy + Default + Slot<W> + 'static,
+    X: KernelIndex + TryFrom<u64>,
+{
+    let vector = any_vector_row::<W, W, X>().filter(|_| avx2_available())?;
     let len = ROWS * ROW_WORDS;
     let data = vec![W::default(); len];
     // A fixed hash of each position: random reads within each row.
-    let indices: Vec<i64> = (0..len as u64)
-        .map(|k| ((k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % ROW_WORDS as u64) as i64)
-        .collect();
-    let indices = &indices[..];
-    let wide = WideIndices::new(&indices);
+    let indices = (0..len as u64)
+        .map(|k| X::try_from((k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % ROW_WORDS as u64))
+        .collect::<Result<Vec<X>, _>>()
+        .ok()?;
     let rule = AxisRule {
         axis: 1,
         size: ROW_WORDS,
         negative_allowed: true,
     };
     let mut dst = vec![W::default(); len];
-    let mut time = |loop_: Option<VectorRow<W, W>>| {
-        let mut reader = wide.reader();
+    let mut time = |loop_: Option<VectorRow<W, W, X>>| {
+        let mut reader = InPlace(&indices[..]);
         let start = Instant::now();
         let rows = data
             .chunks_exact(ROW_WORDS)
@@ -145,29 +175,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_vector_loops_serve_both_kinds_of_output_when_forced() {
+    fn the_vector_loops_serve_both_kinds_of_output_and_every_index_type_when_forced() {
         let forced = WordGather::Vector;
-        assert!(vector_row::<u32, u32>(forced).is_some());
-        assert!(vector_row::<u32, MaybeUninit<u32>>(forced).is_some());
-        assert!(vector_row::<u64, MaybeUninit<u64>>(forced).is_some());
-        assert!(vector_row::<u16, MaybeUninit<u16>>(forced).is_none());
-        assert!(vector_row::<u32, u32>(WordGather::Scalar).is_none());
+        assert!(vector_row::<u32, u32, i64>(forced).is_some());
+        assert!(vector_row::<u32, MaybeUninit<u32>, i32>(forced).is_some());
+        assert!(vector_row::<u64, MaybeUninit<u64>, u16>(forced).is_some());
+        assert!(vector_row::<u64, u64, i32>(forced).is_some());
+        assert!(vector_row::<u16, MaybeUninit<u16>, i64>(forced).is_none());
+        assert!(vector_row::<u32, u32, u64>(forced).is_none());
+        assert!(vector_row::<u32, u32, i64>(WordGather::Scalar).is_none());
     }
 
     #[test]
     fn the_automatic_choice_follows_the_measurement() {
-        for (bytes, auto) in [
-            (4, vector_row::<u32, u32>(WordGather::Auto).is_some()),
-            (8, vector_row::<u64, u64>(WordGather::Auto).is_some()),
+        let auto = WordGather::Auto;
+        for (word, index, chosen) in [
+            (4, 8, vector_row::<u32, u32, i64>(auto).is_some()),
+            (4, 4, vector_row::<u32, u32, i32>(auto).is_some()),
+            (4, 2, vector_row::<u32, u32, u16>(auto).is_some()),
+            (8, 8, vector_row::<u64, u64, i64>(auto).is_some()),
+            (8, 4, vector_row::<u64, u64, i32>(auto).is_some()),
+            (8, 2, vector_row::<u64, u64, u16>(auto).is_some()),
         ] {
-            match measured(bytes) {
+            match measured(word, index) {
                 Some(m) => {
                     assert!(m.scalar > Duration::ZERO || cfg!(miri), "{m:?}");
-                    assert_eq!(auto, m.vector_wins(), "{bytes}-byte words: {m:?}");
+                    assert_eq!(
+                        chosen,
+                        m.vector_wins(),
+                        "{word}-byte words by {index}: {m:?}"
+                    );
                 }
-                None => assert!(!auto && (!avx2_available() || cfg!(miri))),
+                None => assert!(!chosen && (!avx2_available() || cfg!(miri))),
             }
         }
-        assert_eq!(measured(2), None);
+        assert_eq!(measured(2, 8), None);
+        assert_eq!(measured(4, 1), None);
     }
 }

@@ -13,6 +13,9 @@ use crate::shape::{strides, unravel, RowBases};
 use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
 
+mod chunks;
+pub(crate) use chunks::{InPlace, IndexSource, ReadIndices, WideIndices};
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -174,21 +177,7 @@ pub(crate) fn canonical_indices<I: IndexElement>(
     Ok(std::borrow::Cow::Owned(wide))
 }
 
-/// Index values of any index type, read by the fused kernels as canonical
-/// `i64`s (see [`canonical_indices`]): borrowed when they are `i64`, else
-/// widened a chunk at a time into a buffer on the reader's stack. A
-/// whole-tensor copy of narrower indices costs a pass over memory twice
-/// their size, and for a fresh copy its page faults, where these kernels
-/// read each index once.
-#[derive(Clone, Copy)]
-pub(crate) struct WideIndices<'a> {
-    values: &'a dyn Widen,
-}
-
-/// Most indices [`IndexReader::try_chunks`] widens at once: 8 KiB, in L1.
-pub(crate) const WIDEN_CHUNK: usize = 1024;
-
-/// Most indices [`WideIndices::with_all_small`] takes: the small-call
+/// Most indices [`IndexSource::with_all_small`] takes: the small-call
 /// paths' limit, 2 KiB of `i64` on the stack.
 pub(crate) const SMALL_INDICES: usize = 256;
 
@@ -233,112 +222,6 @@ pub(crate) fn try_for_each_target<X: KernelIndex>(
         }
     }
     Ok(())
-}
-
-/// Reads [`WideIndices`] as canonical `i64`s, widening into a buffer of its
-/// own (grown to at most [`WIDEN_CHUNK`], once, not cleared per call: rows
-/// of a few indices each are read one call a row).
-pub(crate) struct IndexReader<'a> {
-    values: &'a dyn Widen,
-    buffer: Vec<i64>,
-}
-
-impl IndexReader<'_> {
-    /// Call `f(offset, chunk)` over `range` in order, `chunk` holding the
-    /// canonical values from `range.start + offset`: the whole range at
-    /// once for `i64` indices, else chunks of at most [`WIDEN_CHUNK`].
-    /// Stops at the first `Err`. `range` must lie inside the indices.
-    #[inline]
-    pub(crate) fn try_chunks<E>(
-        &mut self,
-        range: std::ops::Range<usize>,
-        mut f: impl FnMut(usize, &[i64]) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), E> {
-        if let Some(all) = self.values.as_i64() {
-            return f(0, &all[range]);
-        }
-        let want = range.len().min(WIDEN_CHUNK);
-        if self.buffer.len() < want {
-            self.buffer.resize(want, 0);
-        }
-        let mut offset = 0;
-        while offset < range.len() {
-            let chunk = &mut self.buffer[..(range.len() - offset).min(WIDEN_CHUNK)];
-            self.values.widen(range.start + offset, chunk);
-            f(offset, chunk)?;
-            offset += chunk.len();
-        }
-        Ok(())
-    }
-
-    /// Ask for the values in `range` (clipped to the indices) into L1.
-    pub(crate) fn prefetch(&self, range: std::ops::Range<usize>) {
-        let end = range.end.min(self.values.len());
-        self.values.prefetch(range.start.min(end)..end);
-    }
-}
-
-/// The index slice behind [`WideIndices`], of whichever index type.
-trait Widen: Sync {
-    fn len(&self) -> usize;
-    fn as_i64(&self) -> Option<&[i64]>;
-    /// `into[k] = canonical(values[from + k])`.
-    fn widen(&self, from: usize, into: &mut [i64]);
-    fn prefetch(&self, range: std::ops::Range<usize>);
-}
-
-impl<I: IndexElement> Widen for &[I] {
-    fn len(&self) -> usize {
-        <[I]>::len(self)
-    }
-
-    fn as_i64(&self) -> Option<&[i64]> {
-        I::as_i64_slice(self)
-    }
-
-    fn widen(&self, from: usize, into: &mut [i64]) {
-        let values = &self[from..from + into.len()];
-        for (wide, &v) in into.iter_mut().zip(values) {
-            *wide = canonical(v);
-        }
-    }
-
-    fn prefetch(&self, range: std::ops::Range<usize>) {
-        if let Some(values) = self.get(range) {
-            crate::mem::prefetch::prefetch_items(values);
-        }
-    }
-}
-
-impl<'a> WideIndices<'a> {
-    /// The indices `values` (a reference to the caller's slice: the trait
-    /// object needs a sized value behind it).
-    pub(crate) fn new<I: IndexElement>(values: &'a &'a [I]) -> WideIndices<'a> {
-        WideIndices { values }
-    }
-
-    /// Call `f` with the canonical values of all the indices, which must
-    /// number at most [`SMALL_INDICES`]: the caller's slice itself for `i64`,
-    /// else widened into a buffer on the stack. The small-call paths read
-    /// indices this way, with no allocation for the widening buffer.
-    #[inline]
-    pub(crate) fn with_all_small<R>(&self, f: impl FnOnce(&[i64]) -> R) -> R {
-        if let Some(all) = self.values.as_i64() {
-            return f(all);
-        }
-        let mut buffer = [0i64; SMALL_INDICES];
-        let wide = &mut buffer[..self.values.len().min(SMALL_INDICES)];
-        self.values.widen(0, wide);
-        f(wide)
-    }
-
-    /// A reader of these indices with its own widening buffer: one per task.
-    pub(crate) fn reader(&self) -> IndexReader<'a> {
-        IndexReader {
-            values: self.values,
-            buffer: Vec::new(),
-        }
-    }
 }
 
 /// The `i64` that stands for `v` in the fused kernels: itself, or

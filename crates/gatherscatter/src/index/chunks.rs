@@ -1,0 +1,199 @@
+//! Indices read a range at a time by the GatherElements kernels, which
+//! take each index once and so gain nothing from a whole-tensor copy:
+//! `i64`, `i32` and `u16` in place ([`InPlace`]), the other index types
+//! widened to `i64` a chunk at a time ([`WideIndices`]). A copy of
+//! narrower indices costs a pass over memory twice their size, and for a
+//! fresh copy its page faults.
+
+use std::ops::Range;
+
+use super::{canonical, IndexElement, KernelIndex, SMALL_INDICES};
+use crate::mem::prefetch::prefetch_items;
+
+/// Indices a kernel reads through per-task [`ReadIndices`] readers.
+pub(crate) trait IndexSource: Copy + Send + Sync {
+    /// The type the kernels see.
+    type Index: KernelIndex;
+    /// A reader for one task.
+    type Reader: ReadIndices<Index = Self::Index>;
+
+    /// A reader of these indices: one per task.
+    fn reader(&self) -> Self::Reader;
+
+    /// Call `f` with all the indices, which must number at most
+    /// [`SMALL_INDICES`], with no allocation: the small-call paths.
+    fn with_all_small<R>(&self, f: impl FnOnce(&[Self::Index]) -> R) -> R;
+}
+
+/// One task's way through the indices.
+pub(crate) trait ReadIndices {
+    /// The type the kernels see.
+    type Index: KernelIndex;
+
+    /// Call `f(offset, chunk)` over `range` in order, `chunk` holding the
+    /// values from `range.start + offset`; stops at the first `Err`.
+    /// `range` must lie inside the indices.
+    fn try_chunks<E>(
+        &mut self,
+        range: Range<usize>,
+        f: impl FnMut(usize, &[Self::Index]) -> Result<(), E>,
+    ) -> Result<(), E>;
+
+    /// Ask for the values in `range` (clipped to the indices) into L1.
+    fn prefetch(&self, range: Range<usize>);
+}
+
+/// Indices of a [`KernelIndex`] type, read where they are.
+#[derive(Clone, Copy)]
+pub(crate) struct InPlace<'a, X>(pub &'a [X]);
+
+impl<X: KernelIndex> IndexSource for InPlace<'_, X> {
+    type Index = X;
+    type Reader = Self;
+
+    fn reader(&self) -> Self {
+        *self
+    }
+
+    #[inline]
+    fn with_all_small<R>(&self, f: impl FnOnce(&[X]) -> R) -> R {
+        f(self.0)
+    }
+}
+
+impl<X: KernelIndex> ReadIndices for InPlace<'_, X> {
+    type Index = X;
+
+    #[inline]
+    fn try_chunks<E>(
+        &mut self,
+        range: Range<usize>,
+        mut f: impl FnMut(usize, &[X]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        f(0, &self.0[range])
+    }
+
+    fn prefetch(&self, range: Range<usize>) {
+        let end = range.end.min(self.0.len());
+        prefetch_items(&self.0[range.start.min(end)..end]);
+    }
+}
+
+/// Index values of any index type, read as canonical `i64`s (see
+/// [`super::canonical_indices`]): borrowed when they are `i64`, else widened
+/// a chunk at a time into a buffer of the reader's.
+#[derive(Clone, Copy)]
+pub(crate) struct WideIndices<'a> {
+    values: &'a dyn Widen,
+}
+
+/// Most indices [`IndexReader::try_chunks`] widens at once: 8 KiB, in L1.
+pub(crate) const WIDEN_CHUNK: usize = 1024;
+
+/// Reads [`WideIndices`] as canonical `i64`s, widening into a buffer of its
+/// own (grown to at most [`WIDEN_CHUNK`], once, not cleared per call: rows
+/// of a few indices each are read one call a row).
+pub(crate) struct IndexReader<'a> {
+    values: &'a dyn Widen,
+    buffer: Vec<i64>,
+}
+
+impl ReadIndices for IndexReader<'_> {
+    type Index = i64;
+
+    /// The whole range at once for `i64` indices, else chunks of at most
+    /// [`WIDEN_CHUNK`].
+    #[inline]
+    fn try_chunks<E>(
+        &mut self,
+        range: Range<usize>,
+        mut f: impl FnMut(usize, &[i64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if let Some(all) = self.values.as_i64() {
+            return f(0, &all[range]);
+        }
+        let want = range.len().min(WIDEN_CHUNK);
+        if self.buffer.len() < want {
+            self.buffer.resize(want, 0);
+        }
+        let mut offset = 0;
+        while offset < range.len() {
+            let chunk = &mut self.buffer[..(range.len() - offset).min(WIDEN_CHUNK)];
+            self.values.widen(range.start + offset, chunk);
+            f(offset, chunk)?;
+            offset += chunk.len();
+        }
+        Ok(())
+    }
+
+    fn prefetch(&self, range: Range<usize>) {
+        let end = range.end.min(self.values.len());
+        self.values.prefetch(range.start.min(end)..end);
+    }
+}
+
+/// The index slice behind [`WideIndices`], of whichever index type.
+trait Widen: Sync {
+    fn len(&self) -> usize;
+    fn as_i64(&self) -> Option<&[i64]>;
+    /// `into[k] = canonical(values[from + k])`.
+    fn widen(&self, from: usize, into: &mut [i64]);
+    fn prefetch(&self, range: Range<usize>);
+}
+
+impl<I: IndexElement> Widen for &[I] {
+    fn len(&self) -> usize {
+        <[I]>::len(self)
+    }
+
+    fn as_i64(&self) -> Option<&[i64]> {
+        I::as_i64_slice(self)
+    }
+
+    fn widen(&self, from: usize, into: &mut [i64]) {
+        let values = &self[from..from + into.len()];
+        for (wide, &v) in into.iter_mut().zip(values) {
+            *wide = canonical(v);
+        }
+    }
+
+    fn prefetch(&self, range: Range<usize>) {
+        if let Some(values) = self.get(range) {
+            prefetch_items(values);
+        }
+    }
+}
+
+impl<'a> WideIndices<'a> {
+    /// The indices `values` (a reference to the caller's slice: the trait
+    /// object needs a sized value behind it).
+    pub(crate) fn new<I: IndexElement>(values: &'a &'a [I]) -> WideIndices<'a> {
+        WideIndices { values }
+    }
+}
+
+impl<'a> IndexSource for WideIndices<'a> {
+    type Index = i64;
+    type Reader = IndexReader<'a>;
+
+    /// A reader with its own widening buffer.
+    fn reader(&self) -> IndexReader<'a> {
+        IndexReader {
+            values: self.values,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The caller's slice itself for `i64`, else widened into a buffer on
+    /// the stack.
+    #[inline]
+    fn with_all_small<R>(&self, f: impl FnOnce(&[i64]) -> R) -> R {
+        if let Some(all) = self.values.as_i64() {
+            return f(all);
+        }
+        let mut buffer = [0i64; SMALL_INDICES];
+        let wide = &mut buffer[..self.values.len().min(SMALL_INDICES)];
+        self.values.widen(0, wide);
+        f(wide)
+    }
+}
