@@ -249,19 +249,32 @@ fn apply_slabs_in_tiles<W: Clone, O: Slot<W>, C: Combine<W>, X: KernelIndex>(
 
 /// Columns per pass of the column-split loop: updates along an outer axis
 /// land on random output rows, so all index rows are walked once per strip
-/// of this many columns of every output row, packed contiguously (about
-/// 1 MiB, the L2 of the machine measured) so that the strip stays in cache.
-/// (W7, 1024 output rows, with [`WholeRows::apply_row`]'s loop, in A/B runs
-/// on one and two threads: strips of 1 MiB 1.1-1.35x faster than 512 KiB;
-/// 128 and 256 KiB 1.4-1.6x slower, 768 KiB and 1.5 MiB between, 2 to
-/// 16 MiB slower on one thread.)
+/// of this many columns of every output row, packed contiguously so that
+/// the strip stays in cache while the indices and updates stream past. At
+/// least [`MIN_STRIP_COLUMNS`] columns (each index row's piece is then 1
+/// KiB of `i64`s: shorter pieces, a whole index row apart, read memory
+/// slowly and each pays the row's set-up) and an eighth of L2; for rows
+/// so many that those columns spill L2, at most an eighth of the
+/// last-level cache. Measured on AMD EPYC family 26 model 2 (1 MiB L2,
+/// 32 MiB L3), in process, one / two threads, strips of 1 MiB (the rule
+/// before, fixed) -> the rule's: W7 (1024 output rows, 16 updates each,
+/// add) 75-83 / 43-46 ms -> 62-70 / 33-35 at 512 KiB (1 MiB and 128 KiB
+/// both slower); overwrites of 256 rows along axis 0 (16 MiB, [256, 64,
+/// n]): float16 30 / 15.5 -> 10 / 5.3 at 128 KiB, int8 86 / 43 -> 25 / 13,
+/// float32 9.8 / 5.3 -> 5.5 / 3.0, float64 4.25 / 2.24 -> 3.74 / 2.21 at
+/// 256 KiB; 4096 rows of float32, 26 / 15.6 -> 25 / 13.8 at 2 MiB (512
+/// KiB, 32 columns: 33 / 17.7; 4 MiB: 24 / 13.2).
 fn column_tile<W>(output_rows: usize) -> usize {
-    const STRIP_BYTES: usize = 1 << 20;
     let word = std::mem::size_of::<W>().max(1);
-    (STRIP_BYTES / (output_rows.max(1) * word))
-        .max(64 / word)
-        .max(16)
+    let level2 = cpu::core_caches().level2;
+    let most = level2.max(cpu::last_level_cache_bytes() / 8);
+    let column_bytes = output_rows.max(1) * word;
+    let strip_bytes = (MIN_STRIP_COLUMNS * column_bytes).clamp(level2 / 8, most);
+    (strip_bytes / column_bytes).max(64 / word).max(16)
 }
+
+/// The fewest columns [`column_tile`] asks for while the cache holds them.
+const MIN_STRIP_COLUMNS: usize = 128;
 
 /// Apply index rows `rows` to `out`, which holds the output from element
 /// `offset` on.
@@ -914,11 +927,32 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn column_tasks_with_and_without_packed_strips_match_the_reference() {
-        // One tile of columns, then enough output rows (4096) for tiles of
-        // 32 columns: several tiles and a partial last one.
-        assert_eq!(column_tile::<i64>(4096), 32);
+        // One tile of columns, then rows two tiles and a part long (the
+        // tile depends on the running CPU's caches).
+        let tile = column_tile::<i64>(4096);
         check_column_tasks([5, 3, 200], [9, 2, 190]);
-        check_column_tasks([1024, 4, 70], [700, 3, 66]);
+        check_column_tasks([1024, 4, 2 * tile + 6], [700, 3, 2 * tile + 2]);
+    }
+
+    /// Strips take at least 128 columns while an eighth of the last-level
+    /// cache (or L2, if larger) holds them, never fewer than 16, and never
+    /// more than those bounds allow.
+    #[test]
+    fn column_tiles_take_long_row_pieces_within_the_cache() {
+        let level2 = cpu::core_caches().level2;
+        let most = level2.max(cpu::last_level_cache_bytes() / 8);
+        for rows in [1, 4, 256, 1024, 4096, 1 << 16, 1 << 22] {
+            let tile = column_tile::<f32>(rows);
+            let column_bytes = rows * 4;
+            assert!(tile >= 16, "{rows} rows: {tile}");
+            if MIN_STRIP_COLUMNS * column_bytes <= most {
+                assert!(tile >= MIN_STRIP_COLUMNS, "{rows} rows: {tile}");
+            }
+            assert!(
+                tile * column_bytes <= most.max(16 * column_bytes),
+                "{rows} rows: {tile}"
+            );
+        }
     }
 
     fn check_column_tasks(shape: [usize; 3], ishape: [usize; 3]) {
