@@ -115,16 +115,20 @@ impl Input<'_> {
 /// Bytes of a view's elements (a string counts as its `String` header), to
 /// decide when a call is large enough to leave the calling thread.
 pub(crate) fn bytes(view: &TensorView<'_>) -> usize {
+    view.len().saturating_mul(element_bytes(view))
+}
+
+/// The bytes of one of `view`'s elements (a `String`'s header for strings).
+pub(crate) fn element_bytes(view: &TensorView<'_>) -> usize {
     use gatherscatter::DType::*;
-    let element = match view.dtype() {
+    match view.dtype() {
         Bool | I8 | U8 => 1,
         I16 | U16 | F16 | BF16 => 2,
         I32 | U32 | F32 => 4,
         I64 | U64 | F64 | Complex64 => 8,
         Complex128 => 16,
         _ => std::mem::size_of::<std::string::String>(),
-    };
-    view.len().saturating_mul(element)
+    }
 }
 
 fn numpy_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {

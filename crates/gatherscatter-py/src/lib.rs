@@ -38,13 +38,21 @@ use crate::errors::to_py_err;
 /// small across threads anyway (its threshold is 256 KiB of output).
 const INLINE_MAX_BYTES: usize = 1 << 16;
 
-/// An upper bound of the output's bytes, from the inputs' shapes alone (a
-/// gather can be far larger than its inputs), to decide whether a call is
+/// Below this many bytes of inputs and output together a call runs as one
+/// task on the calling thread, with the GIL released: handing it to a pool
+/// costs about 10 us on the machines measured, more than a second thread
+/// saves (a float32 gather of 256 KiB from Python, two threads: 16-18 us
+/// through the pool, 5.4 here; of 1 MiB, 15-31 us through the pool, 18
+/// here; AMD EPYC family 26 model 2).
+const ONE_TASK_MAX_BYTES: usize = 2 << 20;
+
+/// An upper bound of the output's bytes, from the inputs' shapes and data's
+/// dtype alone (a gather can be far larger than its inputs; counting 24
+/// bytes an element, as it did, sent a 32 KiB float32 gather to the pool:
+/// 11.5 us against numpy's 2.1), to decide whether a call is
 /// small enough to run inline. Invalid shapes give some bound; the op
 /// reports them.
 fn output_bytes_bound(op: &Op, views: &[TensorView<'_>]) -> usize {
-    /// The widest element (a complex128, or a `String`'s header).
-    const WIDEST: usize = 24;
     let (data, indices) = (&views[0], views.get(1));
     let elements = match (op, indices) {
         (Op::Gather(gather), Some(indices)) => {
@@ -76,7 +84,8 @@ fn output_bytes_bound(op: &Op, views: &[TensorView<'_>]) -> usize {
             .saturating_mul(data.shape().get(1).copied().unwrap_or(1)),
         _ => data.len(),
     };
-    elements.saturating_mul(WIDEST)
+    // Every op's output has data's dtype.
+    elements.saturating_mul(arrays::element_bytes(data))
 }
 
 fn profile(name: Option<&str>) -> PyResult<Profile> {
@@ -297,35 +306,62 @@ fn views_of<'a>(held: &'a [Input<'_>]) -> PyResult<Vec<TensorView<'a>>> {
 
 /// Whether a call is small enough to run inline: its inputs and
 /// `output_bound` (an upper bound of its output's bytes) together.
-fn small(views: &[TensorView<'_>], output_bound: usize) -> bool {
-    views.iter().map(arrays::bytes).sum::<usize>() < INLINE_MAX_BYTES
-        && output_bound < INLINE_MAX_BYTES
+fn small(views: &[TensorView<'_>], output_bound: usize) -> Size {
+    let inputs = views.iter().map(arrays::bytes).sum::<usize>();
+    if inputs < INLINE_MAX_BYTES && output_bound < INLINE_MAX_BYTES {
+        Size::Inline
+    } else if inputs.saturating_add(output_bound) < ONE_TASK_MAX_BYTES {
+        Size::OneTask
+    } else {
+        Size::Large
+    }
+}
+
+/// How large a call is, for where it runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Size {
+    /// Small enough to keep the GIL.
+    Inline,
+    /// Too small for the core to split: a pool would only hand it over.
+    OneTask,
+    /// Split across the call's threads.
+    Large,
 }
 
 /// Where a call runs: here, holding the GIL, when it is small; else
-/// without the GIL on the chosen pool (the global one when `None`).
+/// without the GIL, here when it takes one task or one thread (a pool's
+/// hand-off cost a 32 KiB float32 gather 11 us, and a 1 MiB one on one
+/// thread 42-57 us against 18 here: a wake-up, and the caller's cached
+/// inputs when the worker ran on another core), else on the chosen pool
+/// (the global one when `None`).
 struct Runner {
-    inline: bool,
-    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
+    place: Place,
+}
+
+enum Place {
+    Inline,
+    CallingThread,
+    Pool(Option<std::sync::Arc<rayon::ThreadPool>>),
 }
 
 impl Runner {
-    fn new(threads: Option<usize>, inline: bool) -> PyResult<Runner> {
+    fn new(threads: Option<usize>, size: Size) -> PyResult<Runner> {
         // An inline call needs no pool (a lock and a lookup), only the check.
-        let pool = if inline {
-            threads::check(threads)?;
-            None
-        } else {
-            threads::pool(threads)?
+        threads::check(threads)?;
+        let place = match size {
+            Size::Inline => Place::Inline,
+            Size::OneTask => Place::CallingThread,
+            Size::Large if threads::count(threads)? == 1 => Place::CallingThread,
+            Size::Large => Place::Pool(threads::pool(threads)?),
         };
-        Ok(Runner { inline, pool })
+        Ok(Runner { place })
     }
 
     fn work<R: Send>(&self, py: Python<'_>, f: impl FnOnce() -> R + Send) -> R {
-        if self.inline {
-            f()
-        } else {
-            py.detach(|| threads::run(self.pool.as_deref(), f))
+        match &self.place {
+            Place::Inline => f(),
+            Place::CallingThread => py.detach(|| gatherscatter::on_calling_thread(f)),
+            Place::Pool(pool) => py.detach(|| threads::run(pool.as_deref(), f)),
         }
     }
 }
@@ -745,8 +781,7 @@ fn _scatter_nd_in_place<'py>(
     let view = target.view_mut(&shape)?;
     let (iv, uv) = (indices.view()?, updates.view()?);
     // Serial work: the pool would only add a hand-over.
-    let inline = arrays::bytes(&iv) + arrays::bytes(&uv) < INLINE_MAX_BYTES;
-    let runner = Runner { inline, pool: None };
+    let runner = Runner::new(Some(1), small(&[iv, uv], 0))?;
     runner
         .work(py, || op.run_in_place(view, iv, uv))
         .map_err(to_py_err)

@@ -38,6 +38,12 @@ pub(crate) fn check(threads: Option<usize>) -> PyResult<()> {
     Ok(())
 }
 
+/// How many threads a call with `threads=` (checked) takes.
+pub(crate) fn count(threads: Option<usize>) -> PyResult<usize> {
+    check(threads)?;
+    Ok(threads.unwrap_or_else(default))
+}
+
 /// The pool for `threads=` (checked), or `None` for the global pool.
 pub(crate) fn pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> {
     let wanted = match threads {

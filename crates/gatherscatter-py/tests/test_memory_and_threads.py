@@ -7,6 +7,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 import gatherscatter as gs
 
@@ -138,3 +139,18 @@ def test_a_freed_large_result_is_reused_whole_and_overwritten():
         assert gs.cache_info()["held"] == 0, "nothing is kept when turned off"
     finally:
         gs.set_cache_limit(before)
+
+
+@pytest.mark.parametrize("rows", [8, 48, 512])   # kept with the GIL, one task, split
+@pytest.mark.parametrize("threads", [1, 2, None])
+def test_calls_of_every_size_give_numpys_result_on_any_thread_count(rows, threads):
+    rng = np.random.default_rng(rows)
+    data = rng.standard_normal((rows, 1024)).astype(np.float32)
+    idx = rng.integers(-rows, rows, rows)
+    np.testing.assert_array_equal(gs.gather(data, idx, threads=threads), np.take(data, idx, axis=0))
+    targets = rng.integers(0, rows, (rows, 1024))
+    updates = rng.standard_normal((rows, 1024)).astype(np.float32)
+    expected = data.copy()
+    np.add.at(expected, (targets, np.arange(1024)), updates)
+    got = gs.scatter_elements(data, targets, updates, axis=0, reduction="add", threads=threads)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -132,6 +132,7 @@ pub use dtype::{DType, Element};
 pub use error::{Error, ErrorKind, Result};
 pub use grad::{EmbeddingBagGrads, ScatterGrads};
 pub use index::IndexElement;
+pub use mem::parallel::on_calling_thread;
 pub use ops::embedding_bag::{embedding_bag, EmbeddingBag};
 pub use ops::gather::{gather, Gather};
 pub use ops::gather_elements::{gather_elements, GatherElements};

@@ -2,10 +2,46 @@
 //!
 //! Ops run on the rayon pool they are called from, so a caller picks the
 //! thread count with `rayon::ThreadPool::install` (gsx's `--threads` does
-//! that). Work is split into contiguous ranges of the output, so each element
+//! that), or keeps them on its own thread with [`on_calling_thread`]. Work is split into contiguous ranges of the output, so each element
 //! is written by exactly one task and results never depend on the count.
 
+use std::cell::Cell;
+
 use rayon::prelude::*;
+
+thread_local! {
+    /// Set while [`on_calling_thread`] runs: every call made meanwhile on
+    /// this thread takes one task.
+    static ON_CALLING_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Run `f` with every op it calls on this thread kept on this thread: each
+/// call takes one task and hands nothing to a rayon pool. For callers that
+/// want one thread without a one-thread pool, whose hand-off costs each
+/// call a wake-up and, when its worker runs on another core than the
+/// caller, the caller's cached inputs (the Python package's `threads=1`:
+/// a 1 MiB gather from Python took 57 us through a one-thread pool, 26
+/// inside it).
+///
+/// ```
+/// use gatherscatter::{on_calling_thread, Gather, TypedTensor};
+///
+/// let data = TypedTensor::new(vec![3], vec![1.0f32, 2.0, 3.0]).unwrap();
+/// let indices = TypedTensor::new(vec![2], vec![2i64, 0]).unwrap();
+/// let out = on_calling_thread(|| Gather::new(0).run_typed(data.view(), indices.view()));
+/// assert_eq!(out.unwrap().data(), &[3.0, 1.0]);
+/// ```
+pub fn on_calling_thread<R>(f: impl FnOnce() -> R) -> R {
+    /// Puts the flag back as it was, also when `f` unwinds.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ON_CALLING_THREAD.with(|flag| flag.set(self.0));
+        }
+    }
+    let _restore = Restore(ON_CALLING_THREAD.with(|flag| flag.replace(true)));
+    f()
+}
 
 /// Below this many output bytes a call stays on the calling thread: waking
 /// the pool costs more than the copy. Measured with
@@ -18,7 +54,7 @@ pub(crate) const PARALLEL_MIN_BYTES: usize = 1 << 18;
 /// else a few per thread so uneven ranges balance.
 pub(crate) fn tasks(out_bytes: usize, units: usize) -> usize {
     // Small calls never ask rayon anything: that would start the global pool.
-    if out_bytes < PARALLEL_MIN_BYTES {
+    if out_bytes < PARALLEL_MIN_BYTES || ON_CALLING_THREAD.with(Cell::get) {
         return 1;
     }
     let threads = rayon::current_num_threads();
@@ -154,4 +190,30 @@ pub(crate) fn column_pieces<'a, W>(
         }
     }
     pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Rayon's pool is out of reach of Miri (crossbeam-epoch).
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn calls_on_the_calling_thread_take_one_task_until_it_returns() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let large = 64 << 20;
+            assert_eq!(tasks(large, 1000), 8);
+            assert_eq!(on_calling_thread(|| tasks(large, 1000)), 1);
+            // Nested, and put back after a panic inside.
+            let nested = on_calling_thread(|| on_calling_thread(|| tasks(large, 1000)));
+            assert_eq!(nested, 1);
+            let caught = std::panic::catch_unwind(|| on_calling_thread(|| panic!("inside")));
+            assert!(caught.is_err());
+            assert_eq!(tasks(large, 1000), 8);
+        });
+    }
 }
