@@ -72,14 +72,21 @@ fn fill_words<T: Element, I: IndexElement, O: Slot<T::Word> + 'static>(
     let words = T::as_words(data.data());
     let shapes = (data.shape(), indices.shape());
     let values = indices.data();
-    // `i32` and `u16` are read in place, as `i64` is: widened a chunk at a
-    // time, they had run slower than `i64` indices of twice their bytes (a
-    // [256, 64, 256] float32 gather along the last axis from Python, one /
-    // two threads: int32 2.3 / 1.23 ms -> 1.5 / 0.83, uint16 2.15 / 1.16 ->
-    // 1.4 / 0.75, int64 1.85 / 1.0; along the middle axis of [256, 256,
-    // 64], int32 5.7 / 3.0 -> 5.0 / 2.65, uint16 5.45 / 2.75 -> 4.05 /
-    // 2.15). Each type costs a copy of every kernel: 0.76 MB of library.
-    let found = if let Some(same) = I::as_i32_slice(values) {
+    // `i64`, `i32` and `u16` are read in place; the other index types are
+    // widened to `i64` a chunk at a time. Widened so, `i32` and `u16` had
+    // run slower than `i64` indices of twice their bytes (a [256, 64, 256]
+    // float32 gather along the last axis from Python, one / two threads:
+    // int32 2.3 / 1.23 ms -> 1.5 / 0.83, uint16 2.15 / 1.16 -> 1.4 / 0.75,
+    // int64 1.85 / 1.0; along the middle axis of [256, 256, 64], int32
+    // 5.7 / 3.0 -> 5.0 / 2.65, uint16 5.45 / 2.75 -> 4.05 / 2.15). `i64`
+    // through the widening reader (borrowed, but a virtual call a row
+    // piece) ran outer-axis gathers 3-10% slower (in process, the middle
+    // axis of [256, 256, 64] float32: 5.35-5.55 / 3.1-3.15 ms -> 4.8-4.9 /
+    // 2.9-3.1; int8 rows of 16: 14.25 / 7.7 -> 13.5 / 6.9). Each index
+    // type costs a copy of every kernel, about 0.76 MB of library.
+    let found = if let Some(same) = I::as_i64_slice(values) {
+        gather_rows(words, shapes, InPlace(same), &plan.rule, out)
+    } else if let Some(same) = I::as_i32_slice(values) {
         gather_rows(words, shapes, InPlace(same), &plan.rule, out)
     } else if let Some(same) = I::as_u16_slice(values) {
         gather_rows(words, shapes, InPlace(same), &plan.rule, out)
