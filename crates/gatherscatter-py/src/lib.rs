@@ -304,8 +304,8 @@ fn views_of<'a>(held: &'a [Input<'_>]) -> PyResult<Vec<TensorView<'a>>> {
     held.iter().map(Input::view).collect()
 }
 
-/// Whether a call is small enough to run inline: its inputs and
-/// `output_bound` (an upper bound of its output's bytes) together.
+/// How large a call is, from its inputs and `output_bound` (an upper bound
+/// of its output's bytes).
 fn small(views: &[TensorView<'_>], output_bound: usize) -> Size {
     let inputs = views.iter().map(arrays::bytes).sum::<usize>();
     if inputs < INLINE_MAX_BYTES && output_bound < INLINE_MAX_BYTES {
@@ -318,7 +318,7 @@ fn small(views: &[TensorView<'_>], output_bound: usize) -> Size {
 }
 
 /// How large a call is, for where it runs.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Size {
     /// Small enough to keep the GIL.
     Inline,
@@ -334,11 +334,7 @@ enum Size {
 /// thread 42-57 us against 18 here: a wake-up, and the caller's cached
 /// inputs when the worker ran on another core), else on the chosen pool
 /// (the global one when `None`).
-struct Runner {
-    place: Place,
-}
-
-enum Place {
+enum Runner {
     Inline,
     CallingThread,
     Pool(Option<std::sync::Arc<rayon::ThreadPool>>),
@@ -346,22 +342,21 @@ enum Place {
 
 impl Runner {
     fn new(threads: Option<usize>, size: Size) -> PyResult<Runner> {
-        // An inline call needs no pool (a lock and a lookup), only the check.
+        // Only a large call looks up a pool (a lock and a lookup).
         threads::check(threads)?;
-        let place = match size {
-            Size::Inline => Place::Inline,
-            Size::OneTask => Place::CallingThread,
-            Size::Large if threads::count(threads)? == 1 => Place::CallingThread,
-            Size::Large => Place::Pool(threads::pool(threads)?),
-        };
-        Ok(Runner { place })
+        Ok(match size {
+            Size::Inline => Runner::Inline,
+            Size::OneTask => Runner::CallingThread,
+            Size::Large if threads::count(threads)? == 1 => Runner::CallingThread,
+            Size::Large => Runner::Pool(threads::pool(threads)?),
+        })
     }
 
     fn work<R: Send>(&self, py: Python<'_>, f: impl FnOnce() -> R + Send) -> R {
-        match &self.place {
-            Place::Inline => f(),
-            Place::CallingThread => py.detach(|| gatherscatter::on_calling_thread(f)),
-            Place::Pool(pool) => py.detach(|| threads::run(pool.as_deref(), f)),
+        match self {
+            Runner::Inline => f(),
+            Runner::CallingThread => py.detach(|| gatherscatter::on_calling_thread(f)),
+            Runner::Pool(pool) => py.detach(|| threads::run(pool.as_deref(), f)),
         }
     }
 }

@@ -79,9 +79,9 @@ impl<X: KernelIndex> ReadIndices for InPlace<'_, X> {
     }
 }
 
-/// Index values of any index type, read as canonical `i64`s (see
-/// [`super::canonical_indices`]): borrowed when they are `i64`, else widened
-/// a chunk at a time into a buffer of the reader's.
+/// Index values of the types not read in place (`i8`, `i16`, `u8`, `u32`,
+/// `u64`), read as canonical `i64`s (see [`super::canonical_indices`]),
+/// widened a chunk at a time into a buffer of the reader's.
 #[derive(Clone, Copy)]
 pub(crate) struct WideIndices<'a> {
     values: &'a dyn Widen,
@@ -101,17 +101,13 @@ pub(crate) struct IndexReader<'a> {
 impl ReadIndices for IndexReader<'_> {
     type Index = i64;
 
-    /// The whole range at once for `i64` indices, else chunks of at most
-    /// [`WIDEN_CHUNK`].
+    /// Chunks of at most [`WIDEN_CHUNK`].
     #[inline]
     fn try_chunks<E>(
         &mut self,
         range: Range<usize>,
         mut f: impl FnMut(usize, &[i64]) -> Result<(), E>,
     ) -> Result<(), E> {
-        if let Some(all) = self.values.as_i64() {
-            return f(0, &all[range]);
-        }
         let want = range.len().min(WIDEN_CHUNK);
         if self.buffer.len() < want {
             self.buffer.resize(want, 0);
@@ -135,7 +131,6 @@ impl ReadIndices for IndexReader<'_> {
 /// The index slice behind [`WideIndices`], of whichever index type.
 trait Widen: Sync {
     fn len(&self) -> usize;
-    fn as_i64(&self) -> Option<&[i64]>;
     /// `into[k] = canonical(values[from + k])`.
     fn widen(&self, from: usize, into: &mut [i64]);
     fn prefetch(&self, range: Range<usize>);
@@ -144,10 +139,6 @@ trait Widen: Sync {
 impl<I: IndexElement> Widen for &[I] {
     fn len(&self) -> usize {
         <[I]>::len(self)
-    }
-
-    fn as_i64(&self) -> Option<&[i64]> {
-        I::as_i64_slice(self)
     }
 
     fn widen(&self, from: usize, into: &mut [i64]) {
@@ -184,13 +175,9 @@ impl<'a> IndexSource for WideIndices<'a> {
         }
     }
 
-    /// The caller's slice itself for `i64`, else widened into a buffer on
-    /// the stack.
+    /// Widened into a buffer on the stack.
     #[inline]
     fn with_all_small<R>(&self, f: impl FnOnce(&[i64]) -> R) -> R {
-        if let Some(all) = self.values.as_i64() {
-            return f(all);
-        }
         let mut buffer = [0i64; SMALL_INDICES];
         let wide = &mut buffer[..self.values.len().min(SMALL_INDICES)];
         self.values.widen(0, wide);

@@ -2,8 +2,9 @@
 //!
 //! Ops run on the rayon pool they are called from, so a caller picks the
 //! thread count with `rayon::ThreadPool::install` (gsx's `--threads` does
-//! that), or keeps them on its own thread with [`on_calling_thread`]. Work is split into contiguous ranges of the output, so each element
-//! is written by exactly one task and results never depend on the count.
+//! that), or keeps them on its own thread with [`on_calling_thread`]. Work
+//! is split into contiguous ranges of the output, so each element is
+//! written by exactly one task and results never depend on the count.
 
 use std::cell::Cell;
 
