@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | `stores` | `cached`, `streaming` | output size against a quarter of the last-level cache |
 //! | `word_gather` | `scalar`, `vector` | a measurement of both loops on first use, per word size and index type (ties to `vector`) |
-//! | `block_order` | `output`, `source` | source size against 1.5x the last-level cache, rows, tasks |
+//! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
 //!
 //! Set one process-wide with [`set_global`] or the `GATHERSCATTER_TUNING`
@@ -45,7 +45,7 @@ pub use crate::mem::knobs::{
 };
 
 use crate::mem::{cpu, stream};
-use crate::ops::gather::source_order_min_source_bytes;
+use crate::ops::gather::{source_order_min_source_bytes, MEASURED_ORDERS};
 use crate::ops::gather_elements::word_gather;
 
 /// What the `auto` strategies resolve to on the running CPU.
@@ -67,6 +67,31 @@ pub struct Report {
     /// words, each with `i64`, `i32` and `u16` indices: empty where there
     /// is no vector loop to measure.
     pub word_gather: Vec<WordTiming>,
+    /// Gather's row orders measured so far by this process's calls, one
+    /// entry per class of source size, row size and task count.
+    pub block_order: Vec<OrderTiming>,
+}
+
+/// What the calls of one class of Gather row copies measured: each order's
+/// timed calls and best time, and the order kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OrderTiming {
+    /// Sources of this many bytes up to twice as many (the largest class
+    /// holds every larger source).
+    pub source_bytes: u64,
+    /// Rows (blocks) of this many bytes up to twice as many, likewise.
+    pub block_bytes: u64,
+    /// Whether the copy was split across threads.
+    pub split: bool,
+    /// Calls timed in output order and in source order.
+    pub calls: [u32; 2],
+    /// Each order's best time per output byte, in picoseconds (`u64::MAX`
+    /// before its first timed call).
+    pub best_ps_per_byte: [u64; 2],
+    /// The order kept (`Some(true)` for source order), or `None` while the
+    /// class is still measuring.
+    pub source_order: Option<bool>,
 }
 
 /// One word size's and index type's measurement: the best time of each
@@ -107,6 +132,18 @@ pub fn report() -> Report {
         streaming_min_bytes: stream::streaming_min_bytes(),
         source_order_min_source_bytes: source_order_min_source_bytes(),
         word_gather: sizes.filter_map(timing).collect(),
+        block_order: MEASURED_ORDERS
+            .found()
+            .into_iter()
+            .map(|found| OrderTiming {
+                source_bytes: 1 << found.source_log2,
+                block_bytes: 1 << found.block_log2,
+                split: found.split,
+                calls: found.calls,
+                best_ps_per_byte: found.best_ps_per_byte,
+                source_order: found.source_order,
+            })
+            .collect(),
     }
 }
 
@@ -141,6 +178,29 @@ impl fmt::Display for Report {
                 if t.vector_chosen { "vector" } else { "scalar" },
                 t.scalar.as_secs_f64() * 1e6,
                 t.vector.as_secs_f64() * 1e6,
+            )?;
+        }
+        if !self.block_order.is_empty() {
+            write!(f, " | row order")?;
+        }
+        let ps = |p: u64| match p {
+            u64::MAX => "-".to_string(),
+            p => format!("{p} ps/B"),
+        };
+        for t in &self.block_order {
+            let chosen = match t.source_order {
+                Some(true) => "source",
+                Some(false) => "output",
+                None => "measuring",
+            };
+            write!(
+                f,
+                " {} MiB by {} B{}: {chosen} (output {}, source {})",
+                t.source_bytes >> 20,
+                t.block_bytes,
+                if t.split { ", split" } else { "" },
+                ps(t.best_ps_per_byte[0]),
+                ps(t.best_ps_per_byte[1]),
             )?;
         }
         Ok(())

@@ -301,3 +301,48 @@ fn every_forced_tuning_reads_back_from_its_text() {
     let line = tuning::report().to_string();
     assert!(line.contains("last-level cache"), "{line}");
 }
+
+/// Row gathers in the range whose order `auto` measures (streamed
+/// outputs, sources from 2 MiB, rows of 256 bytes or more): the first calls
+/// of a class take output and source order in turn, the later ones the
+/// order kept. Every call, on one and two threads, fresh and into a
+/// buffer, equals the naive reference, and the report names the class.
+#[test]
+fn row_gathers_whose_order_is_measured_equal_the_reference_on_every_call() {
+    let (rows, row_len) = (4096, 128); // 2 MiB of u32, rows of 512 bytes
+    let data: Vec<u32> = (0..(rows * row_len) as u32).collect();
+    // Enough rows for the output to take streaming stores on this CPU.
+    let count = (tuning::report().streaming_min_bytes / (4 * row_len)).max(512) as i64 + 1;
+    let picks: Vec<i64> = (0..count)
+        .map(|k| (k * 2_654_435_761) % rows as i64)
+        .collect();
+    let expected: Vec<u32> = picks
+        .iter()
+        .flat_map(|&p| data[p as usize * row_len..][..row_len].iter().copied())
+        .collect();
+    let data = Tensor::new(vec![rows, row_len], data).unwrap();
+    let indices = Tensor::new(vec![picks.len()], picks).unwrap();
+    let op = Gather::new(0);
+    for threads in [1, 2] {
+        in_pool(threads, || {
+            let mut into = op.run(&data, &indices).unwrap();
+            for call in 0..6 {
+                let fresh = op.run(&data, &indices).unwrap();
+                assert_eq!(fresh.data::<u32>().unwrap(), &expected[..], "call {call}");
+                op.run_into(&data, &indices, &mut into).unwrap();
+                assert_eq!(into.data::<u32>().unwrap(), &expected[..], "call {call}");
+            }
+        });
+    }
+    let report = tuning::report();
+    if tuning::in_force() == Tuning::AUTO {
+        let line = report.to_string();
+        assert!(line.contains("row order 2 MiB by 512 B"), "{line}");
+        let measured = report.block_order.iter().filter(|t| t.block_bytes == 512);
+        assert!(measured.clone().any(|t| !t.split), "{line}");
+        assert!(
+            measured.clone().all(|t| t.calls.iter().sum::<u32>() >= 4),
+            "{line}"
+        );
+    }
+}

@@ -50,7 +50,11 @@ pub enum WordGather {
 #[non_exhaustive]
 pub enum BlockOrder {
     /// Source order for sources past 1.5x the last-level cache with rows
-    /// of at least 256 bytes, split into few tasks; output order otherwise.
+    /// of at least 256 bytes, split into few tasks. Below that, sources
+    /// from 2 MiB and outputs from 1 MiB with such rows take the order that
+    /// the first calls of their class (source size, row size, one task or
+    /// several) measured faster on this CPU, the two orders taking turns
+    /// until each has been timed twice; output order otherwise.
     #[default]
     Auto,
     /// Each task copies its rows in output order.

@@ -14,7 +14,9 @@
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;
+use std::time::Instant;
 
+use super::measured_order::{Class, MEASURED};
 use crate::dtype::Element;
 use crate::mem::cpu::{last_level_cache_bytes, MEASURED_LAST_LEVEL_CACHE};
 use crate::mem::knobs::{self, BlockOrder};
@@ -80,13 +82,19 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     // share the output, so that order takes one task per thread.
     let per_thread = parallel::one_task_per_thread(dst.len(), blocks);
     let order = knobs::in_force().block_order;
-    let by_source = reads_in_source_order(order, src.len(), block_len, per_thread);
+    let measured = measured_class(order, src.len(), dst.len(), block_len, per_thread);
+    let by_source = match measured {
+        Some(class) => MEASURED.source_order(class),
+        None => reads_in_source_order(order, src.len(), block_len, per_thread),
+    };
     let tasks = if by_source {
         per_thread
     } else {
         parallel::tasks(dst.len(), blocks)
     };
     let per_task = blocks.div_ceil(tasks);
+    let started = measured.map(|class| (class, Instant::now()));
+    let bytes = dst.len();
     parallel::for_each_chunk(dst, per_task * block_len, |task, chunk| {
         let listed = source(task * per_task);
         let order = by_source
@@ -123,6 +131,9 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
         }
         store_fence();
     });
+    if let Some((class, started)) = started {
+        MEASURED.record(class, by_source, bytes, started.elapsed());
+    }
 }
 
 /// One task's copy, in source order when there is one, with `copy` for
@@ -271,6 +282,42 @@ fn reads_in_source_order(
                 && block_len >= SOURCE_ORDER_MIN_BLOCK
         }
     }
+}
+
+/// Sources from this size on (and outputs from [`MEASURED_MIN_OUTPUT`])
+/// that the fixed rule of [`reads_in_source_order`] leaves to output
+/// order are copied in the order measured faster on this CPU for their
+/// class ([`super::measured_order`]): below it a source sits within the private
+/// caches and L3 of any current x86-64 core, where output order's
+/// prefetches serve it.
+const MEASURED_MIN_SOURCE: usize = 2 << 20;
+
+/// Outputs from this size on take a measured order (see
+/// [`MEASURED_MIN_SOURCE`]): a copy of at least 50 us on the CPUs
+/// measured, long enough to time with two clock reads, and enough blocks
+/// to repay source order's table.
+const MEASURED_MIN_OUTPUT: usize = 1 << 20;
+
+/// The class whose measurements choose the order of a copy of `dst_len`
+/// bytes from `src_len` in blocks of `block_len` on `tasks` tasks, or
+/// `None` where the order is fixed: forced by `order`, taken by
+/// [`reads_in_source_order`]'s rule (source order past the cache), or
+/// output order (short blocks, small sources and outputs, and under
+/// Miri, which cannot time).
+fn measured_class(
+    order: BlockOrder,
+    src_len: usize,
+    dst_len: usize,
+    block_len: usize,
+    tasks: usize,
+) -> Option<Class> {
+    let uncertain = order == BlockOrder::Auto
+        && !cfg!(miri)
+        && block_len >= SOURCE_ORDER_MIN_BLOCK
+        && src_len >= MEASURED_MIN_SOURCE
+        && dst_len >= MEASURED_MIN_OUTPUT
+        && !reads_in_source_order(order, src_len, block_len, tasks);
+    uncertain.then(|| Class::of(src_len, block_len, tasks))
 }
 
 /// The smallest source [`BlockOrder::Auto`] reads in source order, on
@@ -660,6 +707,24 @@ mod tests {
                 block_len,
                 tasks
             ));
+        }
+    }
+
+    /// Which copies the order measurements decide: those the fixed rule
+    /// leaves to output order, from 2 MiB sources into 1 MiB outputs, in
+    /// rows of 256 bytes or more, under `auto` only.
+    #[test]
+    fn copies_below_the_fixed_rule_take_a_measured_order() {
+        let auto = BlockOrder::Auto;
+        let w8 = measured_class(auto, 32 << 20, 32 << 20, 512, 1);
+        assert_eq!(w8, (!cfg!(miri)).then(|| Class::of(32 << 20, 512, 1)));
+        let past_the_cache = source_order_min_source_bytes();
+        assert_eq!(measured_class(auto, past_the_cache, 32 << 20, 512, 1), None);
+        assert_eq!(measured_class(auto, 32 << 20, 32 << 20, 255, 1), None);
+        assert_eq!(measured_class(auto, (2 << 20) - 1, 32 << 20, 512, 1), None);
+        assert_eq!(measured_class(auto, 32 << 20, (1 << 20) - 1, 512, 1), None);
+        for forced in [BlockOrder::Output, BlockOrder::Source] {
+            assert_eq!(measured_class(forced, 32 << 20, 32 << 20, 512, 1), None);
         }
     }
 

@@ -6,9 +6,11 @@
 
 mod blocks;
 mod copy;
+mod measured_order;
 
 pub(crate) use self::blocks::source_order_min_source_bytes;
 use self::copy::{execute, fill};
+pub(crate) use self::measured_order::MEASURED as MEASURED_ORDERS;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
