@@ -45,6 +45,7 @@ pub use crate::mem::knobs::{
 };
 
 use crate::mem::{cpu, stream};
+pub use crate::ops::gather::OrderTiming;
 use crate::ops::gather::{source_order_min_source_bytes, MEASURED_ORDERS};
 use crate::ops::gather_elements::word_gather;
 
@@ -70,28 +71,6 @@ pub struct Report {
     /// Gather's row orders measured so far by this process's calls, one
     /// entry per class of source size, row size and task count.
     pub block_order: Vec<OrderTiming>,
-}
-
-/// What the calls of one class of Gather row copies measured: each order's
-/// timed calls and best time, and the order kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct OrderTiming {
-    /// Sources of this many bytes up to twice as many (the largest class
-    /// holds every larger source).
-    pub source_bytes: u64,
-    /// Rows (blocks) of this many bytes up to twice as many, likewise.
-    pub block_bytes: u64,
-    /// Whether the copy was split across threads.
-    pub split: bool,
-    /// Calls timed in output order and in source order.
-    pub calls: [u32; 2],
-    /// Each order's best time per output byte, in picoseconds (`u64::MAX`
-    /// before its first timed call).
-    pub best_ps_per_byte: [u64; 2],
-    /// The order kept (`Some(true)` for source order), or `None` while the
-    /// class is still measuring.
-    pub source_order: Option<bool>,
 }
 
 /// One word size's and index type's measurement: the best time of each
@@ -132,18 +111,7 @@ pub fn report() -> Report {
         streaming_min_bytes: stream::streaming_min_bytes(),
         source_order_min_source_bytes: source_order_min_source_bytes(),
         word_gather: sizes.filter_map(timing).collect(),
-        block_order: MEASURED_ORDERS
-            .found()
-            .into_iter()
-            .map(|found| OrderTiming {
-                source_bytes: 1 << found.source_log2,
-                block_bytes: 1 << found.block_log2,
-                split: found.split,
-                calls: found.calls,
-                best_ps_per_byte: found.best_ps_per_byte,
-                source_order: found.source_order,
-            })
-            .collect(),
+        block_order: MEASURED_ORDERS.found(),
     }
 }
 

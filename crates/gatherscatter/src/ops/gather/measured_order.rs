@@ -104,22 +104,25 @@ pub(crate) struct Measurements {
 /// This process's measurements.
 pub(crate) static MEASURED: Measurements = Measurements::new();
 
-/// What a class has found: each order's calls and best time per output
-/// byte, and the order taken from now on (`None` while still measuring).
+/// What the calls of one class of Gather row copies measured: each order's
+/// timed calls and best time, and the order kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Found {
-    /// The source's size class: `2^source_log2` bytes up to twice that.
-    pub source_log2: u32,
-    /// The block's size class, likewise.
-    pub block_log2: u32,
+#[non_exhaustive]
+pub struct OrderTiming {
+    /// Sources of this many bytes up to twice as many (the largest class
+    /// holds every larger source).
+    pub source_bytes: u64,
+    /// Rows (blocks) of this many bytes up to twice as many, likewise.
+    pub block_bytes: u64,
     /// Whether the copy was split across threads.
     pub split: bool,
     /// Calls timed in output order and in source order.
     pub calls: [u32; 2],
-    /// The best time per output byte of each order, in picoseconds
-    /// (`u64::MAX` before its first call).
+    /// Each order's best time per output byte, in picoseconds (`u64::MAX`
+    /// before its first timed call).
     pub best_ps_per_byte: [u64; 2],
-    /// Source order (`Some(true)`) or output order, once both are measured.
+    /// The order kept (`Some(true)` for source order), or `None` while the
+    /// class is still measuring.
     pub source_order: Option<bool>,
 }
 
@@ -166,7 +169,7 @@ impl Measurements {
     }
 
     /// Every class with at least one timed call.
-    pub(crate) fn found(&self) -> Vec<Found> {
+    pub(crate) fn found(&self) -> Vec<OrderTiming> {
         let mut found = Vec::new();
         for (slot, timings) in self.classes.iter().enumerate() {
             let calls = timings.calls.each_ref().map(|c| c.load(Ordering::Relaxed));
@@ -175,9 +178,9 @@ impl Measurements {
             }
             let class = Class::from_slot(slot);
             let measuring = calls.iter().any(|&c| c < SAMPLES);
-            found.push(Found {
-                source_log2: class.source_log2,
-                block_log2: class.block_log2,
+            found.push(OrderTiming {
+                source_bytes: 1 << class.source_log2,
+                block_bytes: 1 << class.block_log2,
                 split: class.split,
                 calls,
                 best_ps_per_byte: timings
