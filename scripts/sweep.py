@@ -214,7 +214,7 @@ def main() -> int:
     ap.add_argument("--tuning", default="",
                     help="force kernel strategies: stores=cached|streaming,"
                          "word_gather=scalar|vector,block_order=output|source,"
-                         "bag_fold=memory|registers")
+                         "bag_fold=memory|registers,row_fetch=read|prefetch")
     args = ap.parse_args()
     if args.tuning:
         import gatherscatter as gs

@@ -830,23 +830,26 @@ fn get_num_threads() -> usize {
 /// Force kernel strategies for the whole process (docs/performance.md,
 /// "Strategies"): each of ``stores`` (``"cached"``, ``"streaming"``),
 /// ``word_gather`` (``"scalar"``, ``"vector"``), ``block_order``
-/// (``"output"``, ``"source"``) and ``bag_fold`` (``"memory"``,
-/// ``"registers"``) given, else ``"auto"``. Results are the same
+/// (``"output"``, ``"source"``), ``bag_fold`` (``"memory"``,
+/// ``"registers"``) and ``row_fetch`` (``"read"``, ``"prefetch"``) given,
+/// else ``"auto"``. Results are the same
 /// under every strategy; only the speed differs. Returns the tuning now in
 /// force, in the text form ``GATHERSCATTER_TUNING`` takes.
 #[pyfunction]
-#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None))]
+#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None, row_fetch = None))]
 fn set_tuning(
     stores: Option<&str>,
     word_gather: Option<&str>,
     block_order: Option<&str>,
     bag_fold: Option<&str>,
+    row_fetch: Option<&str>,
 ) -> PyResult<String> {
     let knobs = [
         ("stores", stores),
         ("word_gather", word_gather),
         ("block_order", block_order),
         ("bag_fold", bag_fold),
+        ("row_fetch", row_fetch),
     ];
     let text: Vec<String> = knobs
         .iter()

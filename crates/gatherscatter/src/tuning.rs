@@ -12,6 +12,7 @@
 //! | `stores` | `cached`, `streaming` | output size against a quarter of the last-level cache |
 //! | `word_gather` | `scalar`, `vector` | a measurement of both loops on first use, per word size and index type (ties to `vector`) |
 //! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
+//! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
 //!
 //! Set one process-wide with [`set_global`] or the `GATHERSCATTER_TUNING`
@@ -40,13 +41,14 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::mem::knobs::{
-    global, in_force, scoped, set_global, BagFold, BlockOrder, Stores, Tuning, WordGather,
-    TUNING_VARIABLE,
+    global, in_force, scoped, set_global, BagFold, BlockOrder, RowFetch, Stores, Tuning,
+    WordGather, TUNING_VARIABLE,
 };
 
+pub use crate::mem::measured::CallTiming;
 use crate::mem::{cpu, stream};
-pub use crate::ops::gather::OrderTiming;
-use crate::ops::gather::{source_order_min_source_bytes, MEASURED_ORDERS};
+use crate::ops::gather::{measured_orders, source_order_min_source_bytes};
+use crate::ops::gather_elements::measured_fetches;
 use crate::ops::gather_elements::word_gather;
 
 /// What the `auto` strategies resolve to on the running CPU.
@@ -68,9 +70,10 @@ pub struct Report {
     /// words, each with `i64`, `i32` and `u16` indices: empty where there
     /// is no vector loop to measure.
     pub word_gather: Vec<WordTiming>,
-    /// Gather's row orders measured so far by this process's calls, one
-    /// entry per class of source size, row size and task count.
-    pub block_order: Vec<OrderTiming>,
+    /// The strategies chosen by timing this process's calls, one entry per
+    /// class of call measured so far: Gather's row order (`block_order`),
+    /// GatherElements' fetch of each data row (`row_fetch`).
+    pub measured: Vec<CallTiming>,
 }
 
 /// One word size's and index type's measurement: the best time of each
@@ -111,7 +114,10 @@ pub fn report() -> Report {
         streaming_min_bytes: stream::streaming_min_bytes(),
         source_order_min_source_bytes: source_order_min_source_bytes(),
         word_gather: sizes.filter_map(timing).collect(),
-        block_order: MEASURED_ORDERS.found(),
+        measured: measured_orders()
+            .into_iter()
+            .chain(measured_fetches())
+            .collect(),
     }
 }
 
@@ -148,28 +154,8 @@ impl fmt::Display for Report {
                 t.vector.as_secs_f64() * 1e6,
             )?;
         }
-        if !self.block_order.is_empty() {
-            write!(f, " | row order")?;
-        }
-        let ps = |p: u64| match p {
-            u64::MAX => "-".to_string(),
-            p => format!("{p} ps/B"),
-        };
-        for t in &self.block_order {
-            let chosen = match t.source_order {
-                Some(true) => "source",
-                Some(false) => "output",
-                None => "measuring",
-            };
-            write!(
-                f,
-                " {} MiB by {} B{}: {chosen} (output {}, source {})",
-                t.source_bytes >> 20,
-                t.block_bytes,
-                if t.split { ", split" } else { "" },
-                ps(t.best_ps_per_byte[0]),
-                ps(t.best_ps_per_byte[1]),
-            )?;
+        for timing in &self.measured {
+            write!(f, " | {timing}")?;
         }
         Ok(())
     }

@@ -337,12 +337,20 @@ fn row_gathers_whose_order_is_measured_equal_the_reference_on_every_call() {
     let report = tuning::report();
     if tuning::in_force() == Tuning::AUTO {
         let line = report.to_string();
-        assert!(line.contains("row order 2 MiB by 512 B"), "{line}");
-        let measured = report.block_order.iter().filter(|t| t.block_bytes == 512);
-        assert!(measured.clone().any(|t| !t.split), "{line}");
+        let class = "2 MiB sources by 512 B rows";
+        assert!(
+            line.contains(&format!("block_order {class}, one task")),
+            "{line}"
+        );
+        let measured = report
+            .measured
+            .iter()
+            .filter(|t| t.class.starts_with(class));
+        assert!(measured.clone().count() >= 1, "{line}");
         assert!(
             measured.clone().all(|t| t.calls.iter().sum::<u32>() >= 4),
             "{line}"
         );
+        assert!(measured.clone().all(|t| t.chosen.is_some()), "{line}");
     }
 }

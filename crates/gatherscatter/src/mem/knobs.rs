@@ -80,6 +80,23 @@ pub enum BagFold {
     Registers,
 }
 
+/// How GatherElements along the last axis, in its vector loops, has each
+/// data row of 8 KiB to 128 KiB in cache before it gathers from it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RowFetch {
+    /// The one that the first calls of each class (row size, index type,
+    /// one task or several) measured faster on this CPU, the two taking
+    /// turns, `read` first, until each has been timed twice.
+    #[default]
+    Auto,
+    /// Read the row through, a load a line, before its gathers.
+    Read,
+    /// Ask for the next row into L1 a line at a time, spread over the
+    /// current row's gathers.
+    Prefetch,
+}
+
 /// The strategy knobs together; [`Tuning::AUTO`] (the default) forces
 /// nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -93,6 +110,8 @@ pub struct Tuning {
     pub block_order: BlockOrder,
     /// Where EmbeddingBag's f32 sums are held.
     pub bag_fold: BagFold,
+    /// How GatherElements' vector loops have each data row in cache.
+    pub row_fetch: RowFetch,
 }
 
 /// The environment variable read at first use: `Tuning`'s text form.
@@ -117,6 +136,11 @@ const BAG_FOLDS: [(BagFold, &str); 3] = [
     (BagFold::Auto, "auto"),
     (BagFold::Memory, "memory"),
     (BagFold::Registers, "registers"),
+];
+const ROW_FETCHES: [(RowFetch, &str); 3] = [
+    (RowFetch::Auto, "auto"),
+    (RowFetch::Read, "read"),
+    (RowFetch::Prefetch, "prefetch"),
 ];
 
 fn name_of<T: PartialEq + Copy>(table: &[(T, &'static str)], value: T) -> &'static str {
@@ -147,6 +171,7 @@ impl Tuning {
         word_gather: WordGather::Auto,
         block_order: BlockOrder::Auto,
         bag_fold: BagFold::Auto,
+        row_fetch: RowFetch::Auto,
     };
 
     /// This tuning with `stores` set.
@@ -173,6 +198,12 @@ impl Tuning {
         self
     }
 
+    /// This tuning with `row_fetch` set.
+    pub fn with_row_fetch(mut self, row_fetch: RowFetch) -> Tuning {
+        self.row_fetch = row_fetch;
+        self
+    }
+
     /// Every combination of forced values (no `Auto`): the strategies a
     /// correctness test runs whichever this CPU would choose.
     pub fn every_forced() -> Vec<Tuning> {
@@ -181,12 +212,15 @@ impl Tuning {
             for &(word_gather, _) in &WORD_GATHERS[1..] {
                 for &(block_order, _) in &BLOCK_ORDERS[1..] {
                     for &(bag_fold, _) in &BAG_FOLDS[1..] {
-                        all.push(Tuning {
-                            stores,
-                            word_gather,
-                            block_order,
-                            bag_fold,
-                        });
+                        for &(row_fetch, _) in &ROW_FETCHES[1..] {
+                            all.push(Tuning {
+                                stores,
+                                word_gather,
+                                block_order,
+                                bag_fold,
+                                row_fetch,
+                            });
+                        }
                     }
                 }
             }
@@ -197,7 +231,8 @@ impl Tuning {
     /// Read the text form, comma-separated `knob=value` pairs in any order:
     /// `stores` (`auto`, `cached`, `streaming`), `word_gather` (`auto`,
     /// `scalar`, `vector`), `block_order` (`auto`, `output`, `source`),
-    /// `bag_fold` (`auto`, `memory`, `registers`).
+    /// `bag_fold` (`auto`, `memory`, `registers`), `row_fetch` (`auto`,
+    /// `read`, `prefetch`).
     /// Knobs left out are `auto`; the empty string is [`Tuning::AUTO`].
     ///
     /// # Errors
@@ -209,7 +244,7 @@ impl Tuning {
     /// assert_eq!(t, Tuning::AUTO.with_stores(Stores::Streaming));
     /// assert_eq!(
     ///     t.to_string(),
-    ///     "stores=streaming,word_gather=auto,block_order=auto,bag_fold=auto"
+    ///     "stores=streaming,word_gather=auto,block_order=auto,bag_fold=auto,row_fetch=auto"
     /// );
     /// assert!(Tuning::parse("stores=fast").is_err());
     /// ```
@@ -225,10 +260,11 @@ impl Tuning {
                 "word_gather" => tuning.word_gather = value_of(&WORD_GATHERS, knob, value)?,
                 "block_order" => tuning.block_order = value_of(&BLOCK_ORDERS, knob, value)?,
                 "bag_fold" => tuning.bag_fold = value_of(&BAG_FOLDS, knob, value)?,
+                "row_fetch" => tuning.row_fetch = value_of(&ROW_FETCHES, knob, value)?,
                 _ => {
                     return Err(Error::BadAttribute {
                         message: format!(
-                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold)"
+                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold, row_fetch)"
                         ),
                     })
                 }
@@ -264,6 +300,7 @@ impl Tuning {
             | position(&WORD_GATHERS, self.word_gather) << 2
             | position(&BLOCK_ORDERS, self.block_order) << 4
             | position(&BAG_FOLDS, self.bag_fold) << 6
+            | position(&ROW_FETCHES, self.row_fetch) << 8
     }
 
     fn decode(bits: u32) -> Tuning {
@@ -273,6 +310,7 @@ impl Tuning {
             word_gather: WORD_GATHERS.get(field(2)).map_or(WordGather::Auto, |s| s.0),
             block_order: BLOCK_ORDERS.get(field(4)).map_or(BlockOrder::Auto, |s| s.0),
             bag_fold: BAG_FOLDS.get(field(6)).map_or(BagFold::Auto, |s| s.0),
+            row_fetch: ROW_FETCHES.get(field(8)).map_or(RowFetch::Auto, |s| s.0),
         }
     }
 }
@@ -281,11 +319,12 @@ impl std::fmt::Display for Tuning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stores={},word_gather={},block_order={},bag_fold={}",
+            "stores={},word_gather={},block_order={},bag_fold={},row_fetch={}",
             name_of(&STORES, self.stores),
             name_of(&WORD_GATHERS, self.word_gather),
             name_of(&BLOCK_ORDERS, self.block_order),
-            name_of(&BAG_FOLDS, self.bag_fold)
+            name_of(&BAG_FOLDS, self.bag_fold),
+            name_of(&ROW_FETCHES, self.row_fetch)
         )
     }
 }
@@ -371,7 +410,8 @@ mod tests {
         let mut all = Tuning::every_forced();
         all.push(Tuning::AUTO);
         all.push(Tuning::AUTO.with_block_order(BlockOrder::Source));
-        assert_eq!(Tuning::every_forced().len(), 16);
+        all.push(Tuning::AUTO.with_row_fetch(RowFetch::Prefetch));
+        assert_eq!(Tuning::every_forced().len(), 32);
         for t in all {
             assert_eq!(Tuning::decode(t.encode()), t);
             assert_eq!(Tuning::parse(&t.to_string()).unwrap(), t);

@@ -3,6 +3,7 @@
 //!
 //! - [`cpu`]: the running CPU's features and cache size.
 //! - [`knobs`]: the strategy knobs ([`crate::tuning`]).
+//! - [`measured`]: a choice between two strategies timed on the calls.
 //! - [`parallel`]: how a kernel's output is split across the rayon pool.
 //! - [`prefetch`]: cache hints.
 //! - [`stream`]: non-temporal stores for outputs larger than the cache.
@@ -10,6 +11,7 @@
 
 pub(crate) mod cpu;
 pub mod knobs;
+pub(crate) mod measured;
 pub(crate) mod parallel;
 pub(crate) mod prefetch;
 pub(crate) mod stream;

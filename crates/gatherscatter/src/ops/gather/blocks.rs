@@ -16,7 +16,7 @@
 use std::mem::MaybeUninit;
 use std::time::Instant;
 
-use super::measured_order::{Class, MEASURED};
+use super::measured_order::{self, Class};
 use crate::dtype::Element;
 use crate::mem::cpu::{last_level_cache_bytes, MEASURED_LAST_LEVEL_CACHE};
 use crate::mem::knobs::{self, BlockOrder};
@@ -84,7 +84,7 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     let order = knobs::in_force().block_order;
     let measured = measured_class(order, src.len(), dst.len(), block_len, per_thread);
     let by_source = match measured {
-        Some(class) => MEASURED.source_order(class),
+        Some(class) => measured_order::source_order(class),
         None => reads_in_source_order(order, src.len(), block_len, per_thread),
     };
     let tasks = if by_source {
@@ -132,7 +132,7 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
         store_fence();
     });
     if let Some((class, started)) = started {
-        MEASURED.record(class, by_source, bytes, started.elapsed());
+        measured_order::record(class, by_source, bytes, started.elapsed());
     }
 }
 
@@ -287,7 +287,7 @@ fn reads_in_source_order(
 /// Sources from this size on (and outputs from [`MEASURED_MIN_OUTPUT`])
 /// that the fixed rule of [`reads_in_source_order`] leaves to output
 /// order are copied in the order measured faster on this CPU for their
-/// class ([`super::measured_order`]): below it a source sits within the private
+/// class ([`measured_order`]): below it a source sits within the private
 /// caches and L3 of any current x86-64 core, where output order's
 /// prefetches serve it.
 const MEASURED_MIN_SOURCE: usize = 2 << 20;

@@ -10,8 +10,7 @@ mod measured_order;
 
 pub(crate) use self::blocks::source_order_min_source_bytes;
 use self::copy::{execute, fill};
-pub use self::measured_order::OrderTiming;
-pub(crate) use self::measured_order::MEASURED as MEASURED_ORDERS;
+pub(crate) use self::measured_order::timings as measured_orders;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};

@@ -23,35 +23,31 @@ use crate::mem::uninit::Slot;
 pub(crate) trait VectorIndex: Sized {
     /// The loop for 4-byte words.
     #[cfg(target_arch = "x86_64")]
-    const U32S: unsafe fn(&[u32], &[Self], i64, *mut u32, bool) -> usize;
+    const U32S: x86::Kernel<u32, Self>;
     /// The loop for 8-byte words.
     #[cfg(target_arch = "x86_64")]
-    const U64S: unsafe fn(&[u64], &[Self], i64, *mut u64, bool) -> usize;
+    const U64S: x86::Kernel<u64, Self>;
 }
 
 impl VectorIndex for i64 {
     #[cfg(target_arch = "x86_64")]
-    const U32S: unsafe fn(&[u32], &[i64], i64, *mut u32, bool) -> usize = x86::gather_u32s_avx2;
+    const U32S: x86::Kernel<u32, i64> = x86::gather_u32s_avx2;
     #[cfg(target_arch = "x86_64")]
-    const U64S: unsafe fn(&[u64], &[i64], i64, *mut u64, bool) -> usize = x86::gather_u64s_avx2;
+    const U64S: x86::Kernel<u64, i64> = x86::gather_u64s_avx2;
 }
 
 impl VectorIndex for i32 {
     #[cfg(target_arch = "x86_64")]
-    const U32S: unsafe fn(&[u32], &[i32], i64, *mut u32, bool) -> usize =
-        x86::gather_u32s_narrow_avx2::<i32, false>;
+    const U32S: x86::Kernel<u32, i32> = x86::gather_u32s_narrow_avx2::<i32, false>;
     #[cfg(target_arch = "x86_64")]
-    const U64S: unsafe fn(&[u64], &[i32], i64, *mut u64, bool) -> usize =
-        x86::gather_u64s_narrow_avx2::<i32, false>;
+    const U64S: x86::Kernel<u64, i32> = x86::gather_u64s_narrow_avx2::<i32, false>;
 }
 
 impl VectorIndex for u16 {
     #[cfg(target_arch = "x86_64")]
-    const U32S: unsafe fn(&[u32], &[u16], i64, *mut u32, bool) -> usize =
-        x86::gather_u32s_narrow_avx2::<u16, true>;
+    const U32S: x86::Kernel<u32, u16> = x86::gather_u32s_narrow_avx2::<u16, true>;
     #[cfg(target_arch = "x86_64")]
-    const U64S: unsafe fn(&[u64], &[u16], i64, *mut u64, bool) -> usize =
-        x86::gather_u64s_narrow_avx2::<u16, true>;
+    const U64S: x86::Kernel<u64, u16> = x86::gather_u64s_narrow_avx2::<u16, true>;
 }
 
 /// Writes `dst[j] = row[p_j]` for 4-byte words, where `p_j` is
@@ -61,20 +57,33 @@ impl VectorIndex for u16 {
 /// wrote (0 without AVX2). The caller's scalar loop does the rest: the
 /// tail, and the group with a bad index, to name it.
 ///
+/// The lines of `next_row` (the row gathered after this one, or none) are
+/// asked into L1 one at a time, spread evenly over the groups: a hint,
+/// which reads nothing into the result.
+///
 /// With `streaming`, aligned stores bypass the cache (for outputs larger
 /// than it: a plain store first reads the line it writes); the caller must
 /// then call [`crate::mem::stream::store_fence`] before handing `dst` on.
 pub(crate) fn gather_u32s<O: Slot<u32>, X: VectorIndex>(
     row: &[u32],
+    next_row: &[u32],
     indices: &[X],
     negative_shift: i64,
     dst: &mut [O],
     streaming: bool,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    return run(row, indices, negative_shift, dst, streaming, X::U32S);
+    return run(
+        row,
+        next_row,
+        indices,
+        negative_shift,
+        dst,
+        streaming,
+        X::U32S,
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (row, indices, negative_shift, dst, streaming);
+    let _ = (row, next_row, indices, negative_shift, dst, streaming);
     #[cfg(not(target_arch = "x86_64"))]
     return 0;
 }
@@ -82,15 +91,24 @@ pub(crate) fn gather_u32s<O: Slot<u32>, X: VectorIndex>(
 /// [`gather_u32s`] for 8-byte words, in groups of four.
 pub(crate) fn gather_u64s<O: Slot<u64>, X: VectorIndex>(
     row: &[u64],
+    next_row: &[u64],
     indices: &[X],
     negative_shift: i64,
     dst: &mut [O],
     streaming: bool,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    return run(row, indices, negative_shift, dst, streaming, X::U64S);
+    return run(
+        row,
+        next_row,
+        indices,
+        negative_shift,
+        dst,
+        streaming,
+        X::U64S,
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (row, indices, negative_shift, dst, streaming);
+    let _ = (row, next_row, indices, negative_shift, dst, streaming);
     #[cfg(not(target_arch = "x86_64"))]
     return 0;
 }
@@ -99,6 +117,7 @@ pub(crate) fn gather_u64s<O: Slot<u64>, X: VectorIndex>(
 #[cfg(target_arch = "x86_64")]
 fn run<W, O: Slot<W>, X>(
     row: &[W],
+    next_row: &[W],
     indices: &[X],
     negative_shift: i64,
     dst: &mut [O],
@@ -116,6 +135,7 @@ fn run<W, O: Slot<W>, X>(
     unsafe {
         kernel(
             row,
+            next_row,
             &indices[..len],
             negative_shift,
             O::words(dst),
@@ -134,7 +154,50 @@ mod x86 {
     /// # Safety
     /// AVX2 must be available and `dst` valid for writes of
     /// `indices.len()` words, referenced by nothing else meanwhile.
-    pub(super) type Kernel<W, X> = unsafe fn(&[W], &[X], i64, *mut W, bool) -> usize;
+    pub(super) type Kernel<W, X> = unsafe fn(&[W], &[W], &[X], i64, *mut W, bool) -> usize;
+
+    /// Asks for the lines of the row gathered after this one into L1, one
+    /// at a time, spread evenly over this row's groups, so that row is in
+    /// cache when its turn comes without a pass over it first.
+    struct NextRow {
+        line: *const i8,
+        lines: usize,
+        every: usize,
+        countdown: usize,
+    }
+
+    impl NextRow {
+        /// For `groups` groups of this row, `next_row` to ask for.
+        fn new<W>(next_row: &[W], groups: usize) -> NextRow {
+            let lines = std::mem::size_of_val(next_row).div_ceil(64);
+            let every = match lines {
+                0 => usize::MAX,
+                _ => (groups / lines).max(1),
+            };
+            NextRow {
+                line: next_row.as_ptr().cast(),
+                lines,
+                every,
+                countdown: every,
+            }
+        }
+
+        /// One group done: the next line when its turn has come.
+        #[inline(always)]
+        fn step(&mut self) {
+            self.countdown -= 1;
+            if self.countdown == 0 {
+                self.countdown = self.every;
+                if self.lines > 0 {
+                    // SAFETY: SSE, part of x86-64; a prefetch never faults,
+                    // whatever the address, and reads nothing into the program.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(self.line) };
+                    self.line = self.line.wrapping_add(64);
+                    self.lines -= 1;
+                }
+            }
+        }
+    }
 
     /// Four indices, negatives shifted, and whether all four are in
     /// `[0, size)`.
@@ -183,6 +246,7 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn gather_u32s_avx2(
         row: &[u32],
+        next_row: &[u32],
         indices: &[i64],
         shift: i64,
         dst: *mut u32,
@@ -194,6 +258,7 @@ mod x86 {
         };
         let (shift, size) = (_mm256_set1_epi64x(shift), _mm256_set1_epi64x(size));
         let base = row.as_ptr().cast::<i32>();
+        let mut ahead = NextRow::new(next_row, indices.len() / 8);
         let mut j = 0;
         while j + 8 <= indices.len() {
             // SAFETY: `j + 8 <= indices.len()`, so both groups of four are
@@ -219,6 +284,7 @@ mod x86 {
                 store(to, a, streaming);
                 store(to.add(1), b, streaming);
             }
+            ahead.step();
             j += 8;
         }
         j
@@ -231,6 +297,7 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn gather_u64s_avx2(
         row: &[u64],
+        next_row: &[u64],
         indices: &[i64],
         shift: i64,
         dst: *mut u64,
@@ -242,6 +309,7 @@ mod x86 {
         };
         let (shift, size) = (_mm256_set1_epi64x(shift), _mm256_set1_epi64x(size));
         let base = row.as_ptr().cast::<i64>();
+        let mut ahead = NextRow::new(next_row, indices.len() / 4);
         let mut j = 0;
         while j + 4 <= indices.len() {
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
@@ -258,6 +326,7 @@ mod x86 {
                 store(to, _mm256_castsi256_si128(v), streaming);
                 store(to.add(1), _mm256_extracti128_si256::<1>(v), streaming);
             }
+            ahead.step();
             j += 4;
         }
         j
@@ -333,6 +402,7 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn gather_u32s_narrow_avx2<X, const U16: bool>(
         row: &[u32],
+        next_row: &[u32],
         indices: &[X],
         shift: i64,
         dst: *mut u32,
@@ -347,6 +417,7 @@ mod x86 {
         let base = row.as_ptr().cast::<i32>();
         let at = indices.as_ptr().cast::<u8>();
         let width = std::mem::size_of::<X>();
+        let mut ahead = NextRow::new(next_row, indices.len() / 8);
         let mut j = 0;
         while j + 8 <= indices.len() {
             // SAFETY: `j + 8 <= indices.len()`: eight readable indices.
@@ -363,6 +434,7 @@ mod x86 {
                 store(to, _mm256_castsi256_si128(v), streaming);
                 store(to.add(1), _mm256_extracti128_si256::<1>(v), streaming);
             }
+            ahead.step();
             j += 8;
         }
         j
@@ -376,6 +448,7 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn gather_u64s_narrow_avx2<X, const U16: bool>(
         row: &[u64],
+        next_row: &[u64],
         indices: &[X],
         shift: i64,
         dst: *mut u64,
@@ -390,6 +463,7 @@ mod x86 {
         let base = row.as_ptr().cast::<i64>();
         let at = indices.as_ptr().cast::<u8>();
         let width = std::mem::size_of::<X>();
+        let mut ahead = NextRow::new(next_row, indices.len() / 4);
         let mut j = 0;
         while j + 4 <= indices.len() {
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
@@ -406,6 +480,7 @@ mod x86 {
                 store(to, _mm256_castsi256_si128(v), streaming);
                 store(to.add(1), _mm256_extracti128_si256::<1>(v), streaming);
             }
+            ahead.step();
             j += 4;
         }
         j
@@ -490,10 +565,10 @@ mod tests {
         let row64: Vec<u64> = (0..19).map(|v| v * 5 + 2).collect();
         let wide: Vec<i64> = idx.iter().map(|&v| v.into()).collect();
         let mut out32 = vec![0u32; idx.len()];
-        let done = gather_u32s(&row32, idx, shift, &mut out32, streaming);
+        let done = gather_u32s(&row32, &row32[3..], idx, shift, &mut out32, streaming);
         check_prefix(done, 8, &out32, &row32, &wide, shift);
         let mut out64 = vec![0u64; idx.len()];
-        let done = gather_u64s(&row64, idx, shift, &mut out64, streaming);
+        let done = gather_u64s(&row64, &row64[..1], idx, shift, &mut out64, streaming);
         check_prefix(done, 4, &out64, &row64, &wide, shift);
         crate::mem::stream::store_fence();
     }
@@ -531,7 +606,9 @@ mod tests {
         let (want, _) = expected(&row, &idx, 19);
         for streaming in [false, true] {
             let mut out = vec![MaybeUninit::<u32>::uninit(); 16];
-            let done = gather_u32s(&row, &idx, 19, &mut out, streaming);
+            // A next row of more lines than the call has groups.
+            let next = vec![0u32; 1024];
+            let done = gather_u32s(&row, &next, &idx, 19, &mut out, streaming);
             crate::mem::stream::store_fence();
             // SAFETY: the kernel wrote the first `done` words.
             let got: Vec<u32> = out[..done]
@@ -541,7 +618,7 @@ mod tests {
             assert_eq!(got, want[..done]);
             let mut out = vec![MaybeUninit::<u64>::uninit(); 16];
             let row: Vec<u64> = row.iter().map(|&v| u64::from(v) << 33).collect();
-            let done = gather_u64s(&row, &idx, 19, &mut out, streaming);
+            let done = gather_u64s(&row, &row, &idx, 19, &mut out, streaming);
             crate::mem::stream::store_fence();
             // SAFETY: as above.
             let got: Vec<u64> = out[..done]
@@ -556,8 +633,8 @@ mod tests {
     #[test]
     fn an_empty_row_takes_no_index() {
         let mut out = [7u32; 8];
-        assert_eq!(gather_u32s(&[], &[0i64; 8], 0, &mut out, false), 0);
-        assert_eq!(gather_u32s(&[], &[0i32; 8], 0, &mut out, false), 0);
+        assert_eq!(gather_u32s(&[], &[], &[0i64; 8], 0, &mut out, false), 0);
+        assert_eq!(gather_u32s(&[], &[1], &[0i32; 8], 0, &mut out, false), 0);
         assert_eq!(out, [7; 8]);
     }
 
@@ -565,13 +642,13 @@ mod tests {
     /// leave them untested).
     #[test]
     fn the_kernels_run_where_avx2_exists() {
-        let ran = gather_u32s(&[1; 8], &[0i64; 8], 1, &mut [0; 8], false) == 8;
+        let ran = gather_u32s(&[1; 8], &[], &[0i64; 8], 1, &mut [0; 8], false) == 8;
         assert_eq!(
-            gather_u32s(&[1; 8], &[0u16; 8], 1, &mut [0; 8], false) == 8,
+            gather_u32s(&[1; 8], &[], &[0u16; 8], 1, &mut [0; 8], false) == 8,
             ran
         );
         assert_eq!(
-            gather_u64s(&[1; 4], &[0i32; 4], 1, &mut [0; 4], false) == 4,
+            gather_u64s(&[1; 4], &[], &[0i32; 4], 1, &mut [0; 4], false) == 4,
             ran
         );
         assert_eq!(ran, avx2_available());

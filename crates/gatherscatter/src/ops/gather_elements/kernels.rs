@@ -20,6 +20,7 @@ use crate::tensor::{TypedTensor, TypedView};
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
+use super::measured_fetch::Fetch;
 use super::word_gather::{vector_row, VectorRow};
 use super::ElementsPlan;
 
@@ -122,6 +123,19 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     let innermost = axis == indices_shape.len() - 1;
     let tuning = knobs::in_force();
     let packed = !innermost && packs_strips::<W>(indices_shape, rule.size, row_len, axis);
+    let tasks = parallel::tasks(std::mem::size_of_val(out), rows);
+    let vector = innermost && vector_row::<W, O, S::Index>(tuning.word_gather).is_some();
+    let out_bytes = std::mem::size_of_val(out);
+    let fetch = Fetch::choose(
+        tuning.row_fetch,
+        vector,
+        (
+            rule.size * std::mem::size_of::<W>(),
+            std::mem::size_of::<S::Index>(),
+        ),
+        out_bytes,
+        tasks,
+    );
     let geometry = RowGeometry {
         row_len,
         axis_stride: strides(data_shape)[axis],
@@ -129,12 +143,12 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         // Rows' words are stored one by one; the vector loops align their
         // own runs of streaming stores, so no run length is asked for.
         streaming: stream::streams(tuning.stores, std::mem::size_of_val(out), usize::MAX),
-        vector: innermost && vector_row::<W, O, S::Index>(tuning.word_gather).is_some(),
+        vector,
+        prefetch_next: fetch.prefetch,
         tile: outer_axis_tile::<W>(rule.size, row_len, packed),
         packed,
         axis_size: rule.size,
     };
-    let tasks = parallel::tasks(std::mem::size_of_val(out), rows);
     if !geometry.innermost && tasks > 1 && row_len >= 64 * tasks {
         let tasks = tasks.min(row_len / 64);
         return gather_outer_by_columns(
@@ -149,12 +163,16 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         );
     }
     let per_task = rows.div_ceil(tasks);
-    parallel::try_for_each_chunk(out, per_task * row_len, |task, dst| {
+    let done = parallel::try_for_each_chunk(out, per_task * row_len, |task, dst| {
         let start = task * per_task * row_len;
         let bases = RowBases::new(indices_shape, data_shape, axis).starting_at(task * per_task);
         let mut indices = indices.reader();
         gather_row_range(data, &geometry, rule, bases, &mut indices, start, dst)
-    })
+    });
+    if done.is_ok() {
+        fetch.done(out_bytes);
+    }
+    done
 }
 
 /// Column tile for the outer-axis loop: rows of data picked at random are
@@ -216,6 +234,9 @@ struct RowGeometry {
     streaming: bool,
     /// Along the last axis, rows of words take the vector loop.
     vector: bool,
+    /// The vector loops ask for the next data row as they go instead of
+    /// reading each row through first ([`super::measured_fetch`]).
+    prefetch_next: bool,
     tile: usize,
     /// Outer axis: column tiles are read from packed strips.
     packed: bool,
@@ -254,7 +275,8 @@ fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
                 let next = bases.peek().map_or(&[][..], |&b| &data[b..b + rule.size]);
                 let row = &data[base..base + rule.size];
                 let at = first + r * row_len;
-                gather_within_row(row, next, rule, indices, at, dst, vector, streaming)?;
+                let stores = (streaming, geometry.prefetch_next);
+                gather_within_row(row, next, rule, indices, at, dst, vector, stores)?;
             }
             Ok(())
         };
@@ -506,7 +528,10 @@ const LOAD_ROW_MIN_BYTES: usize = 8 << 10;
 /// (AMD EPYC family 25 model 1, interleaved runs). The scalar loop gains
 /// as much (same CPU, into a buffer, one thread, best of 5: W4 34 -> 26
 /// ms, W4 in f64 74 -> 38, 2-byte rows of 8 and 32 KiB 32 -> 21 and
-/// 63 -> 42, 1-byte rows of 16 KiB 44 -> 37). Otherwise the next row
+/// 63 -> 42, 1-byte rows of 16 KiB 44 -> 37). With `prefetch_next`
+/// (the `row_fetch` knob, see [`super::measured_fetch`]) a row the vector
+/// loop takes is not read through; the loop asks for the next row's
+/// lines as it gathers this one instead. Otherwise the next row
 /// is asked into L2 ahead of use, in bursts of [`NEXT_ROW_BURST_BYTES`]:
 /// the row's indices are cut into as many pieces as `next_row` has
 /// bursts, and each piece starts with its burst. (A branch-free variant,
@@ -521,16 +546,18 @@ pub(super) fn gather_within_row<W: Clone, O: Slot<W>, R: ReadIndices>(
     first: usize,
     dst: &mut [O],
     vector: Option<VectorRow<W, O, R::Index>>,
-    streaming: bool,
+    (streaming, prefetch_next): (bool, bool),
 ) -> std::result::Result<(), usize> {
     let row_bytes = std::mem::size_of_val(row);
     let load_row = (LOAD_ROW_MIN_BYTES..=LOAD_ROW_MAX_BYTES).contains(&row_bytes)
         && dst.len() >= row_bytes.div_ceil(LINE);
-    let next_row = if load_row {
+    let (next_row, vector_next) = if load_row && vector.is_some() && prefetch_next {
+        (&[][..], next_row)
+    } else if load_row {
         load_lines(row);
-        &[][..]
+        (&[][..], &[][..])
     } else {
-        next_row
+        (next_row, &[][..])
     };
     let bursts = std::mem::size_of_val(next_row)
         .div_ceil(NEXT_ROW_BURST_BYTES)
@@ -552,7 +579,13 @@ pub(super) fn gather_within_row<W: Clone, O: Slot<W>, R: ReadIndices>(
             // The vector loop writes a prefix; the scalar loop takes the
             // rest (the tail, or the vector holding a bad index, to name it).
             let shift = rule.negative_shift();
-            let done = vector.map_or(0, |gather| gather(row, idx, shift, dst, streaming));
+            // The share of the next row to ask for while these indices
+            // are gathered (widened indices come a chunk at a time).
+            let share = |k: usize| k * vector_next.len() / piece;
+            let next = vector_next
+                .get(share(offset)..share(offset + idx.len()))
+                .unwrap_or_default();
+            let done = vector.map_or(0, |gather| gather(row, next, idx, shift, dst, streaming));
             // Sliced, not `skip`ped: skipping a zip steps through each element.
             let rest = dst.get_mut(done..).unwrap_or_default().iter_mut();
             let pairs = rest.zip(idx.get(done..).unwrap_or_default());
@@ -674,6 +707,61 @@ mod tests {
         check(&[2, 9], &[2, 11], 1, |k| k as f64);
         check(&[4, 5], &[3, 6], 1, |k| k as u8);
         check(&[2, 7], &[2, 3], 1, |k| k % 3 == 0);
+    }
+
+    /// Rows of 8 KiB and more, where the vector loops may ask for the next
+    /// row instead of reading each through: both ways, with indices read
+    /// in place (`i64`, `i32`, `u16`) and widened in chunks (`u32`), give
+    /// the formula's result, fresh and into a buffer.
+    #[test]
+    fn rows_prefetched_ahead_give_what_rows_read_through_give() {
+        use crate::mem::knobs::{scoped, RowFetch, Tuning, WordGather};
+        let (rows, len) = if cfg!(miri) { (2, 2048) } else { (5, 4096) };
+        let data =
+            TypedTensor::new(vec![rows, len], (0..rows * len).map(|k| k as f32).collect()).unwrap();
+        let picks: Vec<i64> = (0..rows * len)
+            .map(|k| ((k * 7919 + 13) % len) as i64)
+            .collect();
+        let indices = TypedTensor::new(vec![rows, len], picks.clone()).unwrap();
+        let want = reference(&data, &indices, 1);
+        let op = GatherElements::new(1);
+        for fetch in [RowFetch::Read, RowFetch::Prefetch] {
+            // The vector loops (on a CPU with AVX2) are the ones that prefetch.
+            let tuning = Tuning::AUTO
+                .with_row_fetch(fetch)
+                .with_word_gather(WordGather::Vector);
+            let run = |indices: &dyn Fn() -> Vec<f32>| scoped(tuning, indices);
+            let i64s = run(&|| {
+                op.run_typed(data.view(), indices.view())
+                    .unwrap()
+                    .data()
+                    .to_vec()
+            });
+            assert_eq!(i64s, want, "{fetch:?} i64");
+            macro_rules! narrow {
+                ($t:ty) => {{
+                    let values = picks.iter().map(|&v| v as $t).collect();
+                    let narrow = TypedTensor::new(vec![rows, len], values).unwrap();
+                    let fresh = run(&|| {
+                        op.run_typed(data.view(), narrow.view())
+                            .unwrap()
+                            .data()
+                            .to_vec()
+                    });
+                    assert_eq!(fresh, want, "{fetch:?} {}", stringify!($t));
+                    let mut into =
+                        TypedTensor::new(vec![rows, len], vec![0f32; rows * len]).unwrap();
+                    scoped(tuning, || {
+                        op.run_typed_into(data.view(), narrow.view(), &mut into)
+                            .unwrap()
+                    });
+                    assert_eq!(into.data(), want, "{fetch:?} {} into", stringify!($t));
+                }};
+            }
+            narrow!(i32);
+            narrow!(u16);
+            narrow!(u32);
+        }
     }
 
     #[test]

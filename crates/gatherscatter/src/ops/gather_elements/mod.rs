@@ -5,9 +5,11 @@
 
 mod avx2;
 mod kernels;
+mod measured_fetch;
 pub(crate) mod word_gather;
 
 use self::kernels::{execute, fill};
+pub(crate) use self::measured_fetch::timings as measured_fetches;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{with_index_view, AxisRule, IndexElement};

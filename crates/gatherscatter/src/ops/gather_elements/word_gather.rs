@@ -19,9 +19,10 @@ use crate::mem::uninit::Slot;
 
 /// A vector loop for one row of words: writes `dst[j] = row[indices[j]]`
 /// (each negative index shifted by the given amount, streaming stores if
-/// asked) for a prefix of `dst`, and returns its length (0 when the CPU
-/// cannot run it). See [`super::avx2`].
-pub(super) type VectorRow<W, O, X> = fn(&[W], &[X], i64, &mut [O], bool) -> usize;
+/// asked) for a prefix of `dst`, asking for the second slice (the next
+/// row, or none) into cache as it goes, and returns the prefix's length
+/// (0 when the CPU cannot run it). See [`super::avx2`].
+pub(super) type VectorRow<W, O, X> = fn(&[W], &[W], &[X], i64, &mut [O], bool) -> usize;
 
 /// The vector loop for words of type `W` in slots `O` and indices `X`, if
 /// there is one and `choice` takes it: 4- and 8-byte words (f32, i32, u32,
@@ -155,7 +156,17 @@ where
             let next = data.get((r + 1) * ROW_WORDS..(r + 2) * ROW_WORDS);
             let at = r * ROW_WORDS;
             let next = next.unwrap_or_default();
-            gather_within_row(row, next, &rule, &mut reader, at, out, loop_, false).ok()?;
+            gather_within_row(
+                row,
+                next,
+                &rule,
+                &mut reader,
+                at,
+                out,
+                loop_,
+                (false, false),
+            )
+            .ok()?;
         }
         Some(start.elapsed())
     };

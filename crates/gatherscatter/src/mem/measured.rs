@@ -1,0 +1,221 @@
+//! A choice between two kernel strategies made by timing the calls
+//! themselves: the first calls of each class take the two in turn, the
+//! first strategy first, [`SAMPLES`] each, and every later call of the
+//! class takes the one whose best time per output byte was lower.
+//!
+//! For strategies whose winner depends on what no CPU reports, such as how
+//! much of a shared last-level cache a process really gets: both write the
+//! same result, so the choice changes only the time. It costs two clock
+//! reads a call, and is used only for calls that move megabytes.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Timed calls of each strategy before a class's choice is fixed.
+pub(crate) const SAMPLES: u32 = 2;
+
+/// One class's measurements: for the first strategy (0) and the second
+/// (1), the calls timed and the best time per output byte, in picoseconds.
+struct Timings {
+    calls: [AtomicU32; 2],
+    best_ps_per_byte: [AtomicU64; 2],
+}
+
+impl Timings {
+    const fn new() -> Timings {
+        Timings {
+            calls: [AtomicU32::new(0), AtomicU32::new(0)],
+            best_ps_per_byte: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
+        }
+    }
+
+    fn calls(&self) -> [u32; 2] {
+        self.calls.each_ref().map(|c| c.load(Ordering::Relaxed))
+    }
+
+    fn best(&self) -> [u64; 2] {
+        self.best_ps_per_byte
+            .each_ref()
+            .map(|b| b.load(Ordering::Relaxed))
+    }
+}
+
+/// What one class has measured so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ClassTimings {
+    /// The class's slot.
+    pub slot: usize,
+    /// Calls timed with the first strategy and with the second.
+    pub calls: [u32; 2],
+    /// Each strategy's best time per output byte, in picoseconds
+    /// (`u64::MAX` before its first timed call).
+    pub best_ps_per_byte: [u64; 2],
+    /// Whether the second strategy is kept, once both are measured.
+    pub second: Option<bool>,
+}
+
+/// What the calls of one class measured, for a strategy chosen on the
+/// calls ([`crate::tuning::report`] lists them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallTiming {
+    /// The knob whose `auto` this is (`block_order`, `row_fetch`).
+    pub knob: &'static str,
+    /// The class of calls: `32 MiB sources by 512 B rows, one task`.
+    pub class: String,
+    /// The two strategies, as the knob names them, in the order tried.
+    pub strategies: [&'static str; 2],
+    /// Calls timed with each.
+    pub calls: [u32; 2],
+    /// Each one's best time per output byte, in picoseconds (`u64::MAX`
+    /// before its first timed call).
+    pub best_ps_per_byte: [u64; 2],
+    /// The strategy kept, or `None` while the class is still measuring.
+    pub chosen: Option<&'static str>,
+}
+
+impl CallTiming {
+    /// The entry of `knob` for `timings` of the class described.
+    pub(crate) fn new(
+        knob: &'static str,
+        class: String,
+        strategies: [&'static str; 2],
+        timings: ClassTimings,
+    ) -> CallTiming {
+        CallTiming {
+            knob,
+            class,
+            strategies,
+            calls: timings.calls,
+            best_ps_per_byte: timings.best_ps_per_byte,
+            chosen: timings.second.map(|second| strategies[usize::from(second)]),
+        }
+    }
+}
+
+impl std::fmt::Display for CallTiming {
+    /// `block_order 32 MiB sources by 512 B rows, one task: source (output
+    /// 239 ps/B, source 200 ps/B)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ps = |p: u64| match p {
+            u64::MAX => "-".to_string(),
+            p => format!("{p} ps/B"),
+        };
+        write!(
+            f,
+            "{} {}: {} ({} {}, {} {})",
+            self.knob,
+            self.class,
+            self.chosen.unwrap_or("measuring"),
+            self.strategies[0],
+            ps(self.best_ps_per_byte[0]),
+            self.strategies[1],
+            ps(self.best_ps_per_byte[1]),
+        )
+    }
+}
+
+/// The measurements of `N` classes, numbered by their slot. Calls made at
+/// once from several threads may time a few more calls than [`SAMPLES`];
+/// every count and best time stays a true one.
+pub(crate) struct TwoWays<const N: usize> {
+    classes: [Timings; N],
+}
+
+impl<const N: usize> TwoWays<N> {
+    pub(crate) const fn new() -> TwoWays<N> {
+        TwoWays {
+            classes: [const { Timings::new() }; N],
+        }
+    }
+
+    /// Whether the next call of class `slot` takes the second strategy:
+    /// the one with fewer timed calls while either has fewer than
+    /// [`SAMPLES`] (the first on a tie), then the faster.
+    pub(crate) fn second(&self, slot: usize) -> bool {
+        let timings = &self.classes[slot];
+        let calls = timings.calls();
+        if calls.iter().any(|&c| c < SAMPLES) {
+            return calls[1] < calls[0];
+        }
+        let best = timings.best();
+        best[1] < best[0]
+    }
+
+    /// Note that a call of class `slot` with the given strategy wrote
+    /// `bytes` in `elapsed`, while the class is still measuring (later
+    /// calls are not recorded, so the choice stays fixed).
+    pub(crate) fn record(&self, slot: usize, second: bool, bytes: usize, elapsed: Duration) {
+        let timings = &self.classes[slot];
+        if timings.calls().iter().all(|&c| c >= SAMPLES) {
+            return;
+        }
+        let ps = elapsed.as_nanos().saturating_mul(1000) / bytes.max(1) as u128;
+        let ps = u64::try_from(ps).unwrap_or(u64::MAX);
+        let way = usize::from(second);
+        timings.best_ps_per_byte[way].fetch_min(ps, Ordering::Relaxed);
+        timings.calls[way].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every class with at least one timed call.
+    pub(crate) fn timed(&self) -> Vec<ClassTimings> {
+        let timed = self.classes.iter().enumerate();
+        let timed = timed.filter(|(_, t)| t.calls() != [0, 0]);
+        timed
+            .map(|(slot, t)| {
+                let calls = t.calls();
+                let measuring = calls.iter().any(|&c| c < SAMPLES);
+                ClassTimings {
+                    slot,
+                    calls,
+                    best_ps_per_byte: t.best(),
+                    second: (!measuring).then(|| self.second(slot)),
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_strategy_is_timed_in_turn_then_the_faster_is_kept() {
+        let measured = TwoWays::<4>::new();
+        let ms = Duration::from_millis;
+        // First, second, first, second; the second is faster per byte.
+        for (second, elapsed) in [(false, 9), (true, 7), (false, 8), (true, 6)] {
+            assert_eq!(measured.second(2), second);
+            measured.record(2, second, 32 << 20, ms(elapsed));
+        }
+        assert!(measured.second(2));
+        // Fixed from now on: slower calls of the kept strategy change nothing.
+        measured.record(2, true, 32 << 20, ms(50));
+        assert!(measured.second(2));
+        let timed = measured.timed();
+        assert_eq!(timed.len(), 1);
+        assert_eq!((timed[0].slot, timed[0].calls), (2, [2, 2]));
+        assert_eq!(timed[0].second, Some(true));
+        // 6 ms over 32 MiB: 178 ps a byte.
+        assert_eq!(timed[0].best_ps_per_byte[1], 178);
+        // Another class is measured on its own, and may choose otherwise.
+        assert!(!measured.second(0));
+        for (second, elapsed) in [(false, 1), (true, 2), (false, 1), (true, 2)] {
+            measured.record(0, second, 4 << 20, ms(elapsed));
+        }
+        assert!(!measured.second(0));
+        assert!(measured.second(2));
+        assert_eq!(measured.timed().len(), 2);
+    }
+
+    #[test]
+    fn a_class_still_measuring_reports_no_choice() {
+        let measured = TwoWays::<1>::new();
+        measured.record(0, false, 1 << 20, Duration::from_micros(100));
+        let timed = measured.timed();
+        assert_eq!(timed[0].calls, [1, 0]);
+        assert_eq!(timed[0].second, None);
+        assert_eq!(timed[0].best_ps_per_byte[1], u64::MAX);
+    }
+}

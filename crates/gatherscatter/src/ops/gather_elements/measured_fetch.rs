@@ -1,0 +1,163 @@
+//! How GatherElements' vector loops along the last axis have each data row
+//! of 8 KiB to 128 KiB in cache before they gather from it: read through
+//! first (`read`), or asked for line by line while the row before it is
+//! gathered (`prefetch`). Which is faster depends on the CPU and on what
+//! else shares its memory, so `auto` times the calls themselves
+//! ([`crate::mem::measured`]).
+//!
+//! On a 2-vCPU AMD EPYC family 25 model 1 (Zen 3) VM, W4 (4096 rows of
+//! 16 KiB, int64 indices), three rounds interleaved: fresh outputs on one
+//! thread 29.8-31.1 ms read against 24.8-26.0 prefetched, on two threads
+//! 15.0-15.6 against 13.0-14.0, into a buffer on two 14.9-16.2 against
+//! 12.4-13.3; into a buffer on one thread too noisy to call (20.4-32.9
+//! against 22.6-30.3 over five rounds). A C probe of the same loop: read
+//! through 23.9-24.8 ms, next row prefetched into L1 a line every 16
+//! elements 20.1-21.4, into L2 20.9-24.7, two rows ahead 22.1-23.5.
+
+use std::time::Instant;
+
+use crate::mem::knobs::RowFetch;
+use crate::mem::measured::{CallTiming, TwoWays};
+
+/// Row size classes: 8 KiB to 128 KiB by powers of two.
+const MIN_ROW_LOG2: u32 = 13;
+const ROW_CLASSES: usize = 5;
+/// The index types read in place by the vector loops: 8, 4 and 2 bytes.
+const INDEX_BYTES: [usize; 3] = [8, 4, 2];
+/// One task, or several.
+const TASK_CLASSES: usize = 2;
+const CLASSES: usize = ROW_CLASSES * INDEX_BYTES.len() * TASK_CLASSES;
+
+/// Outputs from this size on are measured: long enough to time.
+const MEASURED_MIN_OUTPUT: usize = 1 << 20;
+
+/// This process's measurements: `read` first, `prefetch` second.
+static MEASURED: TwoWays<CLASSES> = TwoWays::new();
+
+/// The class of a call: which measurements it shares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Class {
+    row_log2: u32,
+    index: usize,
+    split: bool,
+}
+
+impl Class {
+    fn slot(self) -> usize {
+        let row = (self.row_log2 - MIN_ROW_LOG2) as usize;
+        (row * INDEX_BYTES.len() + self.index) * TASK_CLASSES + usize::from(self.split)
+    }
+
+    fn from_slot(slot: usize) -> Class {
+        let rest = slot / TASK_CLASSES;
+        Class {
+            row_log2: MIN_ROW_LOG2 + (rest / INDEX_BYTES.len()) as u32,
+            index: rest % INDEX_BYTES.len(),
+            split: slot % TASK_CLASSES == 1,
+        }
+    }
+
+    fn describe(self) -> String {
+        format!(
+            "{} KiB rows by {}-byte indices, {}",
+            1u64 << (self.row_log2 - 10),
+            INDEX_BYTES[self.index],
+            if self.split { "split" } else { "one task" }
+        )
+    }
+}
+
+/// One call's choice: whether the vector loops prefetch the next row, and
+/// the class whose measurement the call's time joins, if any.
+pub(super) struct Fetch {
+    /// The vector loops ask for the next row instead of reading each row
+    /// through first.
+    pub prefetch: bool,
+    timing: Option<(Class, Instant)>,
+}
+
+impl Fetch {
+    /// The choice for a call gathering along the last axis from rows of
+    /// `row_bytes` with `index_bytes`-byte indices into `out_bytes` on
+    /// `tasks` tasks, `vector` when the vector loops run: forced by
+    /// `knob`, or under `auto` measured for the call's class (`read`
+    /// outside the measured range: rows read through or none, the scalar
+    /// loop, small outputs, and under Miri, which cannot time).
+    pub(super) fn choose(
+        knob: RowFetch,
+        vector: bool,
+        (row_bytes, index_bytes): (usize, usize),
+        out_bytes: usize,
+        tasks: usize,
+    ) -> Fetch {
+        let index = INDEX_BYTES.iter().position(|&b| b == index_bytes);
+        let row_log2 = row_bytes.max(1).ilog2();
+        let in_range = (MIN_ROW_LOG2..MIN_ROW_LOG2 + ROW_CLASSES as u32).contains(&row_log2);
+        let class = match index {
+            Some(index) if vector && in_range => Some(Class {
+                row_log2,
+                index,
+                split: tasks > 1,
+            }),
+            _ => None,
+        };
+        let measured = knob == RowFetch::Auto && out_bytes >= MEASURED_MIN_OUTPUT && !cfg!(miri);
+        match (knob, class) {
+            (RowFetch::Auto, Some(class)) if measured => Fetch {
+                prefetch: MEASURED.second(class.slot()),
+                timing: Some((class, Instant::now())),
+            },
+            (knob, _) => Fetch {
+                prefetch: knob == RowFetch::Prefetch,
+                timing: None,
+            },
+        }
+    }
+
+    /// The call has written `out_bytes`: its time joins its class's.
+    pub(super) fn done(self, out_bytes: usize) {
+        if let Some((class, started)) = self.timing {
+            MEASURED.record(class.slot(), self.prefetch, out_bytes, started.elapsed());
+        }
+    }
+}
+
+/// The classes measured so far, for the report.
+pub(crate) fn timings() -> Vec<CallTiming> {
+    let strategies = ["read", "prefetch"];
+    let timed = MEASURED.timed().into_iter();
+    timed
+        .map(|t| {
+            let class = Class::from_slot(t.slot).describe();
+            CallTiming::new("row_fetch", class, strategies, t)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_measures_vector_rows_of_8_to_128_kib_and_the_knob_forces_either_way() {
+        let w4 = Fetch::choose(RowFetch::Auto, true, (16 << 10, 8), 64 << 20, 1);
+        let (class, _) = w4.timing.expect("W4 is measured");
+        assert_eq!(class.describe(), "16 KiB rows by 8-byte indices, one task");
+        assert!(!w4.prefetch || cfg!(miri), "read is timed first");
+        for unmeasured in [
+            Fetch::choose(RowFetch::Auto, false, (16 << 10, 8), 64 << 20, 1),
+            Fetch::choose(RowFetch::Auto, true, (4 << 10, 8), 64 << 20, 1),
+            Fetch::choose(RowFetch::Auto, true, (256 << 10, 8), 64 << 20, 1),
+            Fetch::choose(RowFetch::Auto, true, (16 << 10, 1), 64 << 20, 1),
+            Fetch::choose(RowFetch::Auto, true, (16 << 10, 8), 1 << 10, 1),
+            Fetch::choose(RowFetch::Read, true, (16 << 10, 8), 64 << 20, 1),
+        ] {
+            assert!(!unmeasured.prefetch && unmeasured.timing.is_none());
+        }
+        let forced = Fetch::choose(RowFetch::Prefetch, true, (16 << 10, 4), 64 << 20, 2);
+        assert!(forced.prefetch && forced.timing.is_none());
+        for slot in 0..CLASSES {
+            assert_eq!(Class::from_slot(slot).slot(), slot);
+        }
+    }
+}
