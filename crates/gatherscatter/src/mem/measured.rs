@@ -157,6 +157,20 @@ impl<const N: usize> TwoWays<N> {
         timings.calls[way].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The report's entries for `knob`, whose two values are `strategies`,
+    /// one per class timed so far, each named by `describe(slot)`.
+    pub(crate) fn report(
+        &self,
+        knob: &'static str,
+        strategies: [&'static str; 2],
+        describe: impl Fn(usize) -> String,
+    ) -> Vec<CallTiming> {
+        let timed = self.timed().into_iter();
+        timed
+            .map(|t| CallTiming::new(knob, describe(t.slot), strategies, t))
+            .collect()
+    }
+
     /// Every class with at least one timed call.
     pub(crate) fn timed(&self) -> Vec<ClassTimings> {
         let timed = self.classes.iter().enumerate();

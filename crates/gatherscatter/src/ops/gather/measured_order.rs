@@ -94,14 +94,8 @@ pub(crate) fn record(class: Class, source_order: bool, bytes: usize, elapsed: st
 
 /// The classes measured so far, for the report.
 pub(crate) fn timings() -> Vec<CallTiming> {
-    let strategies = ["output", "source"];
-    let timed = MEASURED.timed().into_iter();
-    timed
-        .map(|t| {
-            let class = Class::from_slot(t.slot).describe();
-            CallTiming::new("block_order", class, strategies, t)
-        })
-        .collect()
+    let describe = |slot| Class::from_slot(slot).describe();
+    MEASURED.report("block_order", ["output", "source"], describe)
 }
 
 #[cfg(test)]

@@ -124,14 +124,8 @@ impl Fetch {
 
 /// The classes measured so far, for the report.
 pub(crate) fn timings() -> Vec<CallTiming> {
-    let strategies = ["read", "prefetch"];
-    let timed = MEASURED.timed().into_iter();
-    timed
-        .map(|t| {
-            let class = Class::from_slot(t.slot).describe();
-            CallTiming::new("row_fetch", class, strategies, t)
-        })
-        .collect()
+    let describe = |slot| Class::from_slot(slot).describe();
+    MEASURED.report("row_fetch", ["read", "prefetch"], describe)
 }
 
 #[cfg(test)]
