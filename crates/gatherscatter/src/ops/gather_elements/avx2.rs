@@ -156,6 +156,8 @@ mod x86 {
     /// `indices.len()` words, referenced by nothing else meanwhile.
     pub(super) type Kernel<W, X> = unsafe fn(&[W], &[W], &[X], i64, *mut W, bool) -> usize;
 
+    use crate::mem::prefetch::{prefetch_line, CacheLevel};
+
     /// Asks for the lines of the row gathered after this one into L1, one
     /// at a time, spread evenly over this row's groups, so that row is in
     /// cache when its turn comes without a pass over it first.
@@ -189,9 +191,9 @@ mod x86 {
             if self.countdown == 0 {
                 self.countdown = self.every;
                 if self.lines > 0 {
-                    // SAFETY: SSE, part of x86-64; a prefetch never faults,
-                    // whatever the address, and reads nothing into the program.
-                    unsafe { _mm_prefetch::<_MM_HINT_T0>(self.line) };
+                    // The crate's one prefetch (none under Miri, which has
+                    // no such instruction).
+                    prefetch_line::<{ CacheLevel::L1 as u8 }>(self.line);
                     self.line = self.line.wrapping_add(64);
                     self.lines -= 1;
                 }
