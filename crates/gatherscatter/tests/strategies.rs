@@ -354,3 +354,52 @@ fn row_gathers_whose_order_is_measured_equal_the_reference_on_every_call() {
         assert!(measured.clone().all(|t| t.chosen.is_some()), "{line}");
     }
 }
+
+/// Gather of 16 KiB blocks past the streaming threshold from a source that
+/// fits in the last-level cache with the output: under `auto` its first
+/// calls take ordinary and streaming stores in turn. Every call, fresh and
+/// into a buffer, equals the naive reference, and the report names the
+/// class with its choice.
+#[test]
+fn long_blocks_whose_stores_are_measured_equal_the_reference_on_every_call() {
+    let report = tuning::report();
+    let (threshold, cache) = (report.streaming_min_bytes, report.last_level_cache_bytes);
+    let (rows, row_len) = (64, 4096); // 1 MiB of u32, rows of 16 KiB
+    let data: Vec<u32> = (0..(rows * row_len) as u32).collect();
+    let count = (threshold / (4 * row_len)) as i64;
+    let picks: Vec<i64> = (0..count).map(|k| (k * 37 + 5) % rows as i64 - 3).collect();
+    let expected: Vec<u32> = picks
+        .iter()
+        .map(|&p| p.rem_euclid(rows as i64) as usize)
+        .flat_map(|p| data[p * row_len..][..row_len].iter().copied())
+        .collect();
+    let data = Tensor::new(vec![rows, row_len], data).unwrap();
+    let indices = Tensor::new(vec![picks.len()], picks).unwrap();
+    let op = Gather::new(0);
+    for threads in [1, 2] {
+        in_pool(threads, || {
+            let mut into = op.run(&data, &indices).unwrap();
+            for call in 0..6 {
+                let fresh = op.run(&data, &indices).unwrap();
+                assert_eq!(fresh.data::<u32>().unwrap(), &expected[..], "call {call}");
+                op.run_into(&data, &indices, &mut into).unwrap();
+                assert_eq!(into.data::<u32>().unwrap(), &expected[..], "call {call}");
+            }
+        });
+    }
+    let fits = threshold + (1 << 20) <= cache;
+    if tuning::in_force() == Tuning::AUTO && fits {
+        let line = tuning::report().to_string();
+        let mib = (1usize << threshold.ilog2()) >> 20;
+        let class = format!("stores {mib} MiB outputs by 16 KiB blocks, one task");
+        assert!(line.contains(&class), "{line}");
+        let measured = tuning::report().measured;
+        let stores = measured.iter().filter(|t| t.knob == "stores");
+        assert!(stores.clone().count() >= 1, "{line}");
+        assert!(
+            stores.clone().all(|t| t.calls.iter().sum::<u32>() >= 4),
+            "{line}"
+        );
+        assert!(stores.clone().all(|t| t.chosen.is_some()), "{line}");
+    }
+}

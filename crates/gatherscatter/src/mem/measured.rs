@@ -59,7 +59,7 @@ pub(crate) struct ClassTimings {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CallTiming {
-    /// The knob whose `auto` this is (`block_order`, `row_fetch`).
+    /// The knob whose `auto` this is (`stores`, `block_order`, `row_fetch`).
     pub knob: &'static str,
     /// The class of calls: `32 MiB sources by 512 B rows, one task`.
     pub class: String,

@@ -1,7 +1,7 @@
 //! Gather's kernels: the resolved indices turned into copies of whole
 //! blocks (the `inner` elements after the axis) from data to the output.
 
-use super::{blocks, GatherPlan};
+use super::{blocks, measured_stores, GatherPlan};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::mem::cpu::last_level_cache_bytes;
@@ -19,7 +19,8 @@ pub(super) fn execute<T: Element>(
     resolved: &[usize],
     plan: GatherPlan,
 ) -> Result<TypedTensor<T>> {
-    let out = match (streamed_block_bytes(data, &plan), T::as_bytes(data.data())) {
+    let writing = Writing::choose(data, &plan);
+    let out = match (writing.streamed_block_bytes, T::as_bytes(data.data())) {
         (Some(block_bytes), Some(src)) => {
             blocks::new_vec_of_blocks(plan.output_len, src, block_bytes, |first| {
                 source_blocks(resolved, &plan, first)
@@ -31,6 +32,7 @@ pub(super) fn execute<T: Element>(
         }
         _ => fresh_blocks(data, resolved, &plan)?,
     };
+    writing.done(std::mem::size_of_val(&out[..]));
     Ok(TypedTensor::from_parts_unchecked(plan.output_shape(), out))
 }
 
@@ -65,27 +67,65 @@ fn fresh_blocks<T: Element>(
     }
 }
 
-/// The block size in bytes when the output takes the streaming path: rows
-/// of a plain type, under the stores in force (see
-/// [`crate::mem::stream::streams`]), except, under `auto`, long blocks
-/// whose source and output fit in the last-level cache together (see
-/// [`CACHED_MIN_BLOCK_BYTES`]).
-fn streamed_block_bytes<T: Element>(data: TypedView<'_, T>, plan: &GatherPlan) -> Option<usize> {
-    let block_bytes = plan.inner.checked_mul(std::mem::size_of::<T>())?;
-    let out_bytes = plan.output_len.checked_mul(std::mem::size_of::<T>())?;
-    let stores = knobs::in_force().stores;
-    let in_cache = block_bytes >= CACHED_MIN_BLOCK_BYTES
-        && out_bytes.saturating_add(std::mem::size_of_val(data.data())) <= last_level_cache_bytes();
-    let streamed = out_bytes > 0
-        && stream::streams(stores, out_bytes, block_bytes)
-        && !(stores == Stores::Auto && in_cache);
-    (streamed && T::as_bytes(&[]).is_some()).then_some(block_bytes)
+/// How one call writes its output, and the measurement its time joins.
+struct Writing {
+    /// The block size in bytes when the output takes the streaming path.
+    streamed_block_bytes: Option<usize>,
+    /// The call's place in the measurement of its class, if its stores
+    /// are measured ([`measured_stores`]).
+    timed: Option<measured_stores::Timed>,
+}
+
+impl Writing {
+    /// Streaming stores for rows of a plain type under the stores in force
+    /// (see [`crate::mem::stream::streams`]), except, under `auto`, long
+    /// blocks whose source and output fit in the last-level cache together
+    /// (see [`CACHED_MIN_BLOCK_BYTES`]): those take the stores their first
+    /// calls measured faster (ordinary stores under Miri, which cannot
+    /// time).
+    fn choose<T: Element>(data: TypedView<'_, T>, plan: &GatherPlan) -> Writing {
+        let bytes = |n: usize| n.checked_mul(std::mem::size_of::<T>());
+        let (Some(block_bytes), Some(out_bytes)) = (bytes(plan.inner), bytes(plan.output_len))
+        else {
+            return Writing {
+                streamed_block_bytes: None,
+                timed: None,
+            };
+        };
+        let stores = knobs::in_force().stores;
+        let plain = T::as_bytes(&[]).is_some();
+        let by_size = out_bytes > 0 && stream::streams(stores, out_bytes, block_bytes);
+        let in_cache = stores == Stores::Auto
+            && block_bytes >= CACHED_MIN_BLOCK_BYTES
+            && out_bytes.saturating_add(std::mem::size_of_val(data.data()))
+                <= last_level_cache_bytes();
+        let timed = (by_size && in_cache && plain && !cfg!(miri)).then(|| {
+            let tasks = parallel::tasks(out_bytes, plan.output_len / plan.inner);
+            measured_stores::Timed::start(measured_stores::Class::of(out_bytes, block_bytes, tasks))
+        });
+        let streamed = match &timed {
+            Some(timed) => timed.streaming,
+            None => by_size && !in_cache,
+        };
+        Writing {
+            streamed_block_bytes: (streamed && plain).then_some(block_bytes),
+            timed,
+        }
+    }
+
+    /// The call has written `out_bytes`.
+    fn done(self, out_bytes: usize) {
+        if let Some(timed) = self.timed {
+            timed.done(out_bytes);
+        }
+    }
 }
 
 /// Blocks at least this long, from a source that fits in the last-level
-/// cache with the output, are copied with ordinary stores (`memcpy`) under
-/// `auto`, whatever the output's size: a repeated call then reads its
-/// source from cache and leaves its output there. 16 MiB of output from a
+/// cache with the output, may be copied with ordinary stores (`memcpy`)
+/// under `auto` whatever the output's size, where a repeated call then
+/// reads its source from cache and leaves its output there; whether it
+/// does is measured per class of call ([`measured_stores`]). 16 MiB of output from a
 /// 16 MiB source on the 32 MiB L3 of a Zen 5 (family 26 model 2), one
 /// thread / two threads: blocks of 64 KiB 0.43 / 0.25 ms against 0.49 /
 /// 0.44 streamed, 16 KiB 0.43 / 0.25 against 0.43 / 0.40; blocks of 4 KiB
@@ -104,21 +144,26 @@ pub(super) fn fill<T: Element>(
     if plan.output_len == 0 {
         return;
     }
-    if let Some(block_bytes) = streamed_block_bytes(data, plan) {
-        if let (Some(src), Some(dst)) = (T::as_bytes(data.data()), T::as_bytes_mut(out)) {
-            return blocks::fill_blocks(dst, src, block_bytes, |first| {
-                source_blocks(resolved, plan, first)
-            });
-        }
+    let writing = Writing::choose(data, plan);
+    let out_bytes = std::mem::size_of_val(out);
+    let streamed = writing.streamed_block_bytes.and_then(|block_bytes| {
+        let (src, dst) = (T::as_bytes(data.data())?, T::as_bytes_mut(out)?);
+        blocks::fill_blocks(dst, src, block_bytes, |first| {
+            source_blocks(resolved, plan, first)
+        });
+        Some(())
+    });
+    if streamed.is_none() {
+        // Copy-only: the kernel moves same-width words, so f32/i32/u32 share
+        // code. (A caller's buffer is initialised whether or not the walk ends.)
+        copy_blocks(
+            T::as_words(data.data()),
+            resolved,
+            plan,
+            T::as_words_mut(out),
+        );
     }
-    // Copy-only: the kernel moves same-width words, so f32/i32/u32 share
-    // code. (A caller's buffer is initialised whether or not the walk ends.)
-    copy_blocks(
-        T::as_words(data.data()),
-        resolved,
-        plan,
-        T::as_words_mut(out),
-    );
+    writing.done(out_bytes);
 }
 
 /// Output `[batch, outer, indices_per_batch, inner]` from data
@@ -510,5 +555,55 @@ mod tests {
         check([2, 5, 3], 6, |k| k % 3 == 0);
         check([2, 5, 1], 6, |k| Complex64::new(k as f64, -1.0));
         check([2, 5, 2], 6, |k| k.to_string());
+    }
+
+    /// Under `auto`, blocks of 16 KiB or more past the streaming threshold
+    /// whose source fits in the last-level cache with the output are the
+    /// calls whose stores are timed; every other call, and every forced
+    /// knob, follows the fixed rule.
+    #[test]
+    fn auto_times_the_stores_of_long_blocks_that_fit_in_cache_with_their_source() {
+        use crate::index::AxisRule;
+        use crate::mem::knobs::Tuning;
+        let (threshold, cache) = (stream::streaming_min_bytes(), last_level_cache_bytes());
+        // Four rows of 16 KiB.
+        let data = TypedTensor::new(vec![4, 4096], vec![0u32; 4 * 4096]).unwrap();
+        let plan = |inner: usize, out_bytes: usize| GatherPlan {
+            outer: 1,
+            axis_size: 4,
+            inner,
+            indices_per_batch: out_bytes / 4 / inner,
+            output_parts: [&[], &[], &[]],
+            output_len: out_bytes / 4,
+            rule: AxisRule {
+                axis: 0,
+                size: 4,
+                negative_allowed: true,
+            },
+        };
+        let choose = |stores, inner, out_bytes| {
+            knobs::scoped(Tuning::AUTO.with_stores(stores), || {
+                Writing::choose(data.view(), &plan(inner, out_bytes))
+            })
+        };
+        let fits = threshold + (64 << 10) <= cache;
+        let long = choose(Stores::Auto, 4096, threshold);
+        match &long.timed {
+            Some(timed) => assert!(!timed.streaming, "ordinary stores are timed first"),
+            None => assert!(cfg!(miri) || !fits, "a long block in cache is timed"),
+        }
+        assert_eq!(long.streamed_block_bytes, None);
+        let fixed = [
+            (Stores::Auto, 1024, threshold, Some(4096)),
+            (Stores::Auto, 4096, threshold - (64 << 10), None),
+            (Stores::Auto, 4096, cache, Some(16 << 10)),
+            (Stores::Cached, 4096, threshold, None),
+            (Stores::Streaming, 4096, threshold, Some(16 << 10)),
+        ];
+        for (stores, inner, out_bytes, streamed) in fixed {
+            let writing = choose(stores, inner, out_bytes);
+            assert!(writing.timed.is_none(), "{stores:?} {inner} {out_bytes}");
+            assert_eq!(writing.streamed_block_bytes, streamed, "{stores:?} {inner}");
+        }
     }
 }

@@ -7,10 +7,12 @@
 mod blocks;
 mod copy;
 mod measured_order;
+mod measured_stores;
 
 pub(crate) use self::blocks::source_order_min_source_bytes;
 use self::copy::{execute, fill};
 pub(crate) use self::measured_order::timings as measured_orders;
+pub(crate) use self::measured_stores::timings as measured_store_choices;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
