@@ -10,7 +10,7 @@
 //! | knob | values | `auto` chooses by |
 //! |---|---|---|
 //! | `stores` | `cached`, `streaming` | output size against a quarter of the last-level cache; for Gather's blocks of 16 KiB or more whose source and output fit in that cache together, what its first calls measured faster for each class of output size, block size and task count |
-//! | `word_gather` | `scalar`, `vector` | a measurement of both loops on first use, per word size and index type (ties to `vector`) |
+//! | `word_gather` | `scalar`, `vector` | for outputs from 1 MiB, what the first calls of each class of word size, index type, row size and task count measured faster; for smaller calls, that verdict once made, before it a measurement of both loops on first use, per word size and index type (ties to `vector`) |
 //! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
 //! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
@@ -48,8 +48,8 @@ pub use crate::mem::knobs::{
 pub use crate::mem::measured::CallTiming;
 use crate::mem::{cpu, stream};
 use crate::ops::gather::{measured_orders, measured_store_choices, source_order_min_source_bytes};
-use crate::ops::gather_elements::measured_fetches;
 use crate::ops::gather_elements::word_gather;
+use crate::ops::gather_elements::{measured_fetches, measured_word_loops};
 
 /// What the `auto` strategies resolve to on the running CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,8 +72,9 @@ pub struct Report {
     pub word_gather: Vec<WordTiming>,
     /// The strategies chosen by timing this process's calls, one entry per
     /// class of call measured so far: Gather's row order (`block_order`)
-    /// and stores for long blocks (`stores`), GatherElements' fetch of
-    /// each data row (`row_fetch`).
+    /// and stores for long blocks (`stores`), GatherElements' loop along
+    /// the last axis (`word_gather`) and fetch of each data row
+    /// (`row_fetch`).
     pub measured: Vec<CallTiming>,
 }
 
@@ -118,6 +119,7 @@ pub fn report() -> Report {
         measured: measured_orders()
             .into_iter()
             .chain(measured_store_choices())
+            .chain(measured_word_loops())
             .chain(measured_fetches())
             .collect(),
     }

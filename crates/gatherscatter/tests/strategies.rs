@@ -403,3 +403,47 @@ fn long_blocks_whose_stores_are_measured_equal_the_reference_on_every_call() {
         assert!(stores.clone().all(|t| t.chosen.is_some()), "{line}");
     }
 }
+
+/// GatherElements along the last axis on 8-byte words, 1 MiB a call:
+/// under `auto` its first calls take the scalar and the vector loop in
+/// turn. Every call, fresh and into a buffer, equals the naive reference,
+/// and the report names the class with its choice.
+#[test]
+fn last_axis_gathers_whose_loop_is_measured_equal_the_reference_on_every_call() {
+    let (rows, row_len) = (512, 256); // 1 MiB of f64, rows of 2 KiB
+    let data: Vec<f64> = (0..rows * row_len).map(|k| k as f64 * 0.5).collect();
+    let picks: Vec<i64> = (0..rows * row_len)
+        .map(|k| (k as i64 * 2_654_435_761) % (2 * row_len as i64) - row_len as i64)
+        .collect();
+    let expected: Vec<f64> = picks
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| data[k / row_len * row_len + p.rem_euclid(row_len as i64) as usize])
+        .collect();
+    let data = Tensor::new(vec![rows, row_len], data).unwrap();
+    let indices = Tensor::new(vec![rows, row_len], picks).unwrap();
+    let op = GatherElements::new(-1);
+    for threads in [1, 2] {
+        in_pool(threads, || {
+            let mut into = op.run(&data, &indices).unwrap();
+            for call in 0..6 {
+                let fresh = op.run(&data, &indices).unwrap();
+                assert_eq!(fresh.data::<f64>().unwrap(), &expected[..], "call {call}");
+                op.run_into(&data, &indices, &mut into).unwrap();
+                assert_eq!(into.data::<f64>().unwrap(), &expected[..], "call {call}");
+            }
+        });
+    }
+    let report = tuning::report();
+    if tuning::in_force() == Tuning::AUTO && report.avx2 {
+        let line = report.to_string();
+        let class = "word_gather 8-byte words by 8-byte indices, rows of 2 KiB, one task";
+        assert!(line.contains(class), "{line}");
+        let loops = report.measured.iter().filter(|t| t.knob == "word_gather");
+        assert!(
+            loops.clone().all(|t| t.calls.iter().sum::<u32>() >= 4),
+            "{line}"
+        );
+        assert!(loops.clone().all(|t| t.chosen.is_some()), "{line}");
+    }
+}

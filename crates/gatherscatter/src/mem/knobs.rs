@@ -35,9 +35,11 @@ pub enum Stores {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WordGather {
-    /// Whichever of the two a short measurement on first use found faster
-    /// on this CPU, for each word size and index type (`i64`, `i32`,
-    /// `u16`; other index types are widened to `i64`).
+    /// Whichever of the two this process's calls measured faster, for
+    /// each word size, index type (`i64`, `i32`, `u16`; other index types
+    /// are widened to `i64`), data row size and task count; until a class
+    /// has its verdict, calls under 1 MiB take what a short measurement
+    /// on first use found faster on this CPU.
     #[default]
     Auto,
     /// One load per element.

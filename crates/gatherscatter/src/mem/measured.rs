@@ -59,7 +59,8 @@ pub(crate) struct ClassTimings {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CallTiming {
-    /// The knob whose `auto` this is (`stores`, `block_order`, `row_fetch`).
+    /// The knob whose `auto` this is (`stores`, `word_gather`,
+    /// `block_order`, `row_fetch`).
     pub knob: &'static str,
     /// The class of calls: `32 MiB sources by 512 B rows, one task`.
     pub class: String,
@@ -142,12 +143,17 @@ impl<const N: usize> TwoWays<N> {
         best[1] < best[0]
     }
 
+    /// Whether class `slot` is done measuring: its choice is fixed.
+    pub(crate) fn settled(&self, slot: usize) -> bool {
+        self.classes[slot].calls().iter().all(|&c| c >= SAMPLES)
+    }
+
     /// Note that a call of class `slot` with the given strategy wrote
     /// `bytes` in `elapsed`, while the class is still measuring (later
     /// calls are not recorded, so the choice stays fixed).
     pub(crate) fn record(&self, slot: usize, second: bool, bytes: usize, elapsed: Duration) {
         let timings = &self.classes[slot];
-        if timings.calls().iter().all(|&c| c >= SAMPLES) {
+        if self.settled(slot) {
             return;
         }
         let ps = elapsed.as_nanos().saturating_mul(1000) / bytes.max(1) as u128;
@@ -203,7 +209,7 @@ mod tests {
             assert_eq!(measured.second(2), second);
             measured.record(2, second, 32 << 20, ms(elapsed));
         }
-        assert!(measured.second(2));
+        assert!(measured.second(2) && measured.settled(2) && !measured.settled(0));
         // Fixed from now on: slower calls of the kept strategy change nothing.
         measured.record(2, true, 32 << 20, ms(50));
         assert!(measured.second(2));

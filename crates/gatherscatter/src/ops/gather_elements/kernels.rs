@@ -21,6 +21,7 @@ use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use super::measured_fetch::Fetch;
+use super::measured_words::WordLoop;
 use super::word_gather::{vector_row, VectorRow};
 use super::ElementsPlan;
 
@@ -124,15 +125,17 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     let tuning = knobs::in_force();
     let packed = !innermost && packs_strips::<W>(indices_shape, rule.size, row_len, axis);
     let tasks = parallel::tasks(std::mem::size_of_val(out), rows);
-    let vector = innermost && vector_row::<W, O, S::Index>(tuning.word_gather).is_some();
     let out_bytes = std::mem::size_of_val(out);
+    let row_bytes = rule.size * std::mem::size_of::<W>();
+    let words = innermost.then(|| {
+        WordLoop::<W, O, S::Index>::choose(tuning.word_gather, row_bytes, out_bytes, tasks)
+    });
+    let vector = words.as_ref().is_some_and(|w| w.vector.is_some());
+    // While the loop itself is being timed, rows are read through.
     let fetch = Fetch::choose(
         tuning.row_fetch,
-        vector,
-        (
-            rule.size * std::mem::size_of::<W>(),
-            std::mem::size_of::<S::Index>(),
-        ),
+        vector && !words.as_ref().is_some_and(|w| w.timed()),
+        (row_bytes, std::mem::size_of::<S::Index>()),
         out_bytes,
         tasks,
     );
@@ -171,6 +174,9 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     });
     if done.is_ok() {
         fetch.done(out_bytes);
+        if let Some(words) = words {
+            words.done(out_bytes);
+        }
     }
     done
 }

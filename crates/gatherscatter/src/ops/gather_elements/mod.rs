@@ -6,10 +6,12 @@
 mod avx2;
 mod kernels;
 mod measured_fetch;
+mod measured_words;
 pub(crate) mod word_gather;
 
 use self::kernels::{execute, fill};
 pub(crate) use self::measured_fetch::timings as measured_fetches;
+pub(crate) use self::measured_words::timings as measured_word_loops;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{with_index_view, AxisRule, IndexElement};
