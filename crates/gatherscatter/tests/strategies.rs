@@ -302,6 +302,43 @@ fn every_forced_tuning_reads_back_from_its_text() {
     assert!(line.contains("last-level cache"), "{line}");
 }
 
+/// Six calls fresh and six into one buffer, on one thread and then two,
+/// each equal to `expected`: the calls a measured strategy's class is
+/// timed on, and those after its choice.
+fn every_call_gives<T: gatherscatter::Element + PartialEq + std::fmt::Debug + Sync>(
+    run: impl Fn() -> Tensor + Sync,
+    run_into: impl Fn(&mut Tensor) + Sync,
+    expected: &[T],
+) {
+    for threads in [1, 2] {
+        in_pool(threads, || {
+            let mut into = run();
+            for call in 0..6 {
+                assert_eq!(run().data::<T>().unwrap(), expected, "call {call}");
+                run_into(&mut into);
+                assert_eq!(into.data::<T>().unwrap(), expected, "call {call}");
+            }
+        });
+    }
+}
+
+/// Under `auto`, the report names `class` of `knob` with both strategies
+/// timed and one kept.
+fn assert_measured(knob: &str, class: &str) {
+    if tuning::in_force() != Tuning::AUTO {
+        return;
+    }
+    let report = tuning::report();
+    let line = report.to_string();
+    let timing = report
+        .measured
+        .iter()
+        .find(|t| t.knob == knob && t.class == class);
+    let timing = timing.unwrap_or_else(|| panic!("no {knob} {class} in {line}"));
+    assert!(timing.calls.iter().all(|&c| c >= 2), "{line}");
+    assert!(timing.chosen.is_some(), "{line}");
+}
+
 /// Row gathers in the range whose order `auto` measures (streamed
 /// outputs, sources from 2 MiB, rows of 256 bytes or more): the first calls
 /// of a class take output and source order in turn, the later ones the
@@ -323,36 +360,12 @@ fn row_gathers_whose_order_is_measured_equal_the_reference_on_every_call() {
     let data = Tensor::new(vec![rows, row_len], data).unwrap();
     let indices = Tensor::new(vec![picks.len()], picks).unwrap();
     let op = Gather::new(0);
-    for threads in [1, 2] {
-        in_pool(threads, || {
-            let mut into = op.run(&data, &indices).unwrap();
-            for call in 0..6 {
-                let fresh = op.run(&data, &indices).unwrap();
-                assert_eq!(fresh.data::<u32>().unwrap(), &expected[..], "call {call}");
-                op.run_into(&data, &indices, &mut into).unwrap();
-                assert_eq!(into.data::<u32>().unwrap(), &expected[..], "call {call}");
-            }
-        });
-    }
-    let report = tuning::report();
-    if tuning::in_force() == Tuning::AUTO {
-        let line = report.to_string();
-        let class = "2 MiB sources by 512 B rows";
-        assert!(
-            line.contains(&format!("block_order {class}, one task")),
-            "{line}"
-        );
-        let measured = report
-            .measured
-            .iter()
-            .filter(|t| t.class.starts_with(class));
-        assert!(measured.clone().count() >= 1, "{line}");
-        assert!(
-            measured.clone().all(|t| t.calls.iter().sum::<u32>() >= 4),
-            "{line}"
-        );
-        assert!(measured.clone().all(|t| t.chosen.is_some()), "{line}");
-    }
+    every_call_gives(
+        || op.run(&data, &indices).unwrap(),
+        |into| op.run_into(&data, &indices, into).unwrap(),
+        &expected,
+    );
+    assert_measured("block_order", "2 MiB sources by 512 B rows, one task");
 }
 
 /// Gather of 16 KiB blocks past the streaming threshold from a source that
@@ -376,31 +389,17 @@ fn long_blocks_whose_stores_are_measured_equal_the_reference_on_every_call() {
     let data = Tensor::new(vec![rows, row_len], data).unwrap();
     let indices = Tensor::new(vec![picks.len()], picks).unwrap();
     let op = Gather::new(0);
-    for threads in [1, 2] {
-        in_pool(threads, || {
-            let mut into = op.run(&data, &indices).unwrap();
-            for call in 0..6 {
-                let fresh = op.run(&data, &indices).unwrap();
-                assert_eq!(fresh.data::<u32>().unwrap(), &expected[..], "call {call}");
-                op.run_into(&data, &indices, &mut into).unwrap();
-                assert_eq!(into.data::<u32>().unwrap(), &expected[..], "call {call}");
-            }
-        });
-    }
-    let fits = threshold + (1 << 20) <= cache;
-    if tuning::in_force() == Tuning::AUTO && fits {
-        let line = tuning::report().to_string();
+    every_call_gives(
+        || op.run(&data, &indices).unwrap(),
+        |into| op.run_into(&data, &indices, into).unwrap(),
+        &expected,
+    );
+    if threshold + (1 << 20) <= cache {
         let mib = (1usize << threshold.ilog2()) >> 20;
-        let class = format!("stores {mib} MiB outputs by 16 KiB blocks, one task");
-        assert!(line.contains(&class), "{line}");
-        let measured = tuning::report().measured;
-        let stores = measured.iter().filter(|t| t.knob == "stores");
-        assert!(stores.clone().count() >= 1, "{line}");
-        assert!(
-            stores.clone().all(|t| t.calls.iter().sum::<u32>() >= 4),
-            "{line}"
+        assert_measured(
+            "stores",
+            &format!("{mib} MiB outputs by 16 KiB blocks, one task"),
         );
-        assert!(stores.clone().all(|t| t.chosen.is_some()), "{line}");
     }
 }
 
@@ -423,27 +422,13 @@ fn last_axis_gathers_whose_loop_is_measured_equal_the_reference_on_every_call() 
     let data = Tensor::new(vec![rows, row_len], data).unwrap();
     let indices = Tensor::new(vec![rows, row_len], picks).unwrap();
     let op = GatherElements::new(-1);
-    for threads in [1, 2] {
-        in_pool(threads, || {
-            let mut into = op.run(&data, &indices).unwrap();
-            for call in 0..6 {
-                let fresh = op.run(&data, &indices).unwrap();
-                assert_eq!(fresh.data::<f64>().unwrap(), &expected[..], "call {call}");
-                op.run_into(&data, &indices, &mut into).unwrap();
-                assert_eq!(into.data::<f64>().unwrap(), &expected[..], "call {call}");
-            }
-        });
-    }
-    let report = tuning::report();
-    if tuning::in_force() == Tuning::AUTO && report.avx2 {
-        let line = report.to_string();
-        let class = "word_gather 8-byte words by 8-byte indices, rows of 2 KiB, one task";
-        assert!(line.contains(class), "{line}");
-        let loops = report.measured.iter().filter(|t| t.knob == "word_gather");
-        assert!(
-            loops.clone().all(|t| t.calls.iter().sum::<u32>() >= 4),
-            "{line}"
-        );
-        assert!(loops.clone().all(|t| t.chosen.is_some()), "{line}");
+    every_call_gives(
+        || op.run(&data, &indices).unwrap(),
+        |into| op.run_into(&data, &indices, into).unwrap(),
+        &expected,
+    );
+    if tuning::report().avx2 {
+        let class = "8-byte words by 8-byte indices, rows of 2 KiB, one task";
+        assert_measured("word_gather", class);
     }
 }

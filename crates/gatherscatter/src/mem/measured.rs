@@ -196,9 +196,91 @@ impl<const N: usize> TwoWays<N> {
     }
 }
 
+/// Sizes by powers of two from `2^min_log2` on, in `classes` classes; the
+/// first and the last also hold everything below and above.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Log2Classes {
+    pub min_log2: u32,
+    pub classes: usize,
+}
+
+impl Log2Classes {
+    /// The class of size `n`.
+    fn of(self, n: usize) -> usize {
+        let top = self.min_log2 + self.classes as u32 - 1;
+        (n.max(1).ilog2().clamp(self.min_log2, top) - self.min_log2) as usize
+    }
+
+    /// The smallest size of class `class`.
+    fn bytes(self, class: usize) -> u64 {
+        1 << (self.min_log2 + class as u32)
+    }
+}
+
+/// Classes of calls by two sizes, each by powers of two, and whether the
+/// call is split among tasks: their slots in a [`TwoWays`] table.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SizeClasses {
+    pub first: Log2Classes,
+    pub second: Log2Classes,
+}
+
+impl SizeClasses {
+    /// The number of classes (and slots).
+    pub(crate) const fn len(self) -> usize {
+        self.first.classes * self.second.classes * 2
+    }
+
+    /// The slot of a call with sizes `first` and `second` on `tasks` tasks.
+    pub(crate) fn slot(self, first: usize, second: usize, tasks: usize) -> usize {
+        let sizes = self.first.of(first) * self.second.classes + self.second.of(second);
+        sizes * 2 + usize::from(tasks > 1)
+    }
+
+    /// The smallest two sizes of the class in `slot`, and whether it is split.
+    pub(crate) fn sizes(self, slot: usize) -> (u64, u64, bool) {
+        let sizes = slot / 2;
+        (
+            self.first.bytes(sizes / self.second.classes),
+            self.second.bytes(sizes % self.second.classes),
+            slot % 2 == 1,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn size_classes_are_powers_of_two_clamped_to_their_ranges_with_one_slot_each() {
+        let classes = SizeClasses {
+            first: Log2Classes {
+                min_log2: 20,
+                classes: 14,
+            },
+            second: Log2Classes {
+                min_log2: 8,
+                classes: 10,
+            },
+        };
+        let w8 = classes.slot(32 << 20, 512, 1);
+        assert_eq!(classes.sizes(w8), (32 << 20, 512, false));
+        assert_eq!(
+            classes.sizes(classes.slot((64 << 20) - 1, 1023, 2)),
+            (32 << 20, 512, true)
+        );
+        // Past either end, the end class.
+        assert_eq!(classes.sizes(classes.slot(0, 0, 0)), (1 << 20, 256, false));
+        let huge = classes.slot(usize::MAX, usize::MAX, 64);
+        assert_eq!(classes.sizes(huge), (1 << 33, 1 << 17, true));
+        assert_eq!(huge, classes.len() - 1);
+        for slot in 0..classes.len() {
+            let (first, second, split) = classes.sizes(slot);
+            let tasks = if split { 2 } else { 1 };
+            assert_eq!(classes.slot(first as usize, second as usize, tasks), slot);
+        }
+    }
 
     #[test]
     fn each_strategy_is_timed_in_turn_then_the_faster_is_kept() {

@@ -17,84 +17,64 @@
 //! or several) is timed in output order, then source order, twice each,
 //! and keeps the faster.
 
-use crate::mem::measured::{CallTiming, TwoWays};
+use crate::mem::measured::{CallTiming, Log2Classes, SizeClasses, TwoWays};
 
-/// Source size classes: `2^MIN_SOURCE_LOG2` bytes and up, the last class
-/// holding everything larger.
-const MIN_SOURCE_LOG2: u32 = 20;
-const SOURCE_CLASSES: usize = 14;
-/// Block size classes: 256 bytes (source order's shortest block) and up.
-const MIN_BLOCK_LOG2: u32 = 8;
-const BLOCK_CLASSES: usize = 10;
-/// One task, or several.
-const TASK_CLASSES: usize = 2;
-const CLASSES: usize = SOURCE_CLASSES * BLOCK_CLASSES * TASK_CLASSES;
+/// Classes by source size (1 MiB and up, the last class holding
+/// everything larger) and block size (256 bytes, source order's shortest
+/// block, and up), one task or several.
+const CLASSES: SizeClasses = SizeClasses {
+    first: Log2Classes {
+        min_log2: 20,
+        classes: 14,
+    },
+    second: Log2Classes {
+        min_log2: 8,
+        classes: 10,
+    },
+};
 
 /// This process's measurements: output order first, source order second.
-static MEASURED: TwoWays<CLASSES> = TwoWays::new();
+static MEASURED: TwoWays<{ CLASSES.len() }> = TwoWays::new();
 
 /// The class of a copy: which measurements it shares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Class {
-    source_log2: u32,
-    block_log2: u32,
-    split: bool,
+    slot: usize,
 }
 
 impl Class {
     /// The class of a copy from a source of `src_len` bytes in blocks of
     /// `block_len`, on `tasks` tasks.
     pub(crate) fn of(src_len: usize, block_len: usize, tasks: usize) -> Class {
-        let log2 = |n: usize, min: u32, classes: usize| {
-            n.max(1).ilog2().clamp(min, min + classes as u32 - 1)
-        };
         Class {
-            source_log2: log2(src_len, MIN_SOURCE_LOG2, SOURCE_CLASSES),
-            block_log2: log2(block_len, MIN_BLOCK_LOG2, BLOCK_CLASSES),
-            split: tasks > 1,
+            slot: CLASSES.slot(src_len, block_len, tasks),
         }
     }
+}
 
-    fn slot(self) -> usize {
-        let source = (self.source_log2 - MIN_SOURCE_LOG2) as usize;
-        let block = (self.block_log2 - MIN_BLOCK_LOG2) as usize;
-        (source * BLOCK_CLASSES + block) * TASK_CLASSES + usize::from(self.split)
-    }
-
-    fn from_slot(slot: usize) -> Class {
-        let rest = slot / TASK_CLASSES;
-        Class {
-            source_log2: MIN_SOURCE_LOG2 + (rest / BLOCK_CLASSES) as u32,
-            block_log2: MIN_BLOCK_LOG2 + (rest % BLOCK_CLASSES) as u32,
-            split: slot % TASK_CLASSES == 1,
-        }
-    }
-
-    /// How the report names the class: `32 MiB sources by 512 B rows,
-    /// one task`.
-    fn describe(self) -> String {
-        format!(
-            "{} MiB sources by {} B rows, {}",
-            1u64 << (self.source_log2 - 20),
-            1u64 << self.block_log2,
-            if self.split { "split" } else { "one task" }
-        )
-    }
+/// How the report names the class in `slot`: `32 MiB sources by 512 B
+/// rows, one task`.
+fn describe(slot: usize) -> String {
+    let (source, block, split) = CLASSES.sizes(slot);
+    format!(
+        "{} MiB sources by {block} B rows, {}",
+        source >> 20,
+        if split { "split" } else { "one task" }
+    )
 }
 
 /// Whether the next copy of `class` reads in source order.
 pub(crate) fn source_order(class: Class) -> bool {
-    MEASURED.second(class.slot())
+    MEASURED.second(class.slot)
 }
 
 /// Note the time a copy of `class` took to write `bytes`.
 pub(crate) fn record(class: Class, source_order: bool, bytes: usize, elapsed: std::time::Duration) {
-    MEASURED.record(class.slot(), source_order, bytes, elapsed);
+    MEASURED.record(class.slot, source_order, bytes, elapsed);
 }
 
 /// The classes measured so far, for the report.
 pub(crate) fn timings() -> Vec<CallTiming> {
-    let describe = |slot| Class::from_slot(slot).describe();
     MEASURED.report("block_order", ["output", "source"], describe)
 }
 
@@ -103,19 +83,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn classes_are_powers_of_two_of_source_and_block_and_whether_the_copy_is_split() {
-        let w8 = Class::of(32 << 20, 512, 1);
-        assert_eq!((w8.source_log2, w8.block_log2, w8.split), (25, 9, false));
-        assert_eq!(w8.describe(), "32 MiB sources by 512 B rows, one task");
-        assert_eq!(Class::of((64 << 20) - 1, 1023, 2).source_log2, 25);
-        assert!(Class::of(64 << 20, 1024, 2).split);
-        // Past either end, the end class.
-        let tiny = Class::of(0, 0, 0);
-        assert_eq!((tiny.source_log2, tiny.block_log2), (20, 8));
-        let huge = Class::of(usize::MAX, usize::MAX, 64);
-        assert_eq!((huge.source_log2, huge.block_log2), (33, 17));
-        for slot in 0..CLASSES {
-            assert_eq!(Class::from_slot(slot).slot(), slot);
-        }
+    fn classes_are_named_by_source_and_block_size_and_whether_the_copy_is_split() {
+        assert_eq!(
+            describe(Class::of(32 << 20, 512, 1).slot),
+            "32 MiB sources by 512 B rows, one task"
+        );
+        assert_eq!(
+            describe(Class::of(3 << 20, 300, 2).slot),
+            "2 MiB sources by 256 B rows, split"
+        );
     }
 }
