@@ -125,13 +125,13 @@ impl Writing {
 /// cache with the output, may be copied with ordinary stores (`memcpy`)
 /// under `auto` whatever the output's size, where a repeated call then
 /// reads its source from cache and leaves its output there; whether it
-/// does is measured per class of call ([`measured_stores`]). 16 MiB of output from a
-/// 16 MiB source on the 32 MiB L3 of a Zen 5 (family 26 model 2), one
-/// thread / two threads: blocks of 64 KiB 0.43 / 0.25 ms against 0.49 /
-/// 0.44 streamed, 16 KiB 0.43 / 0.25 against 0.43 / 0.40; blocks of 4 KiB
-/// still stream (0.46 / 0.42 against 0.61 / 0.32 cached), as does
-/// everything past the cache (32 MiB from 32 MiB: 64 KiB blocks 1.06 /
-/// 0.98 ms cached against 1.10 / 0.85).
+/// does is measured per class of call ([`measured_stores`]). 16 MiB of
+/// output from a 16 MiB source on the 32 MiB L3 of a Zen 5 (family 26
+/// model 2), one thread / two threads: blocks of 64 KiB 0.43 / 0.25 ms
+/// against 0.49 / 0.44 streamed, 16 KiB 0.43 / 0.25 against 0.43 / 0.40;
+/// blocks of 4 KiB still stream (0.46 / 0.42 against 0.61 / 0.32 cached),
+/// as does everything past the cache (32 MiB from 32 MiB: 64 KiB blocks
+/// 1.06 / 0.98 ms cached against 1.10 / 0.85).
 const CACHED_MIN_BLOCK_BYTES: usize = 16 << 10;
 
 /// Write the whole output into `out`, of `plan.output_len` elements.
