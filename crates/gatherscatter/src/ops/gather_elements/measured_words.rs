@@ -123,31 +123,20 @@ impl<W: 'static, O: 'static, X: 'static> WordLoop<W, O, X> {
             timing: None,
         };
         let class = Class::of(size_of::<W>(), size_of::<X>(), row_bytes, tasks);
-        let (Some(class), WordGather::Auto, Some(_)) =
+        let (Some(class), WordGather::Auto, Some(kernel)) =
             (class, knob, vector_row::<W, O, X>(WordGather::Vector))
         else {
             return untimed(vector_row(knob));
         };
         let slot = class.slot();
         if MEASURED.settled(slot) {
-            let taken = if MEASURED.second(slot) {
-                WordGather::Vector
-            } else {
-                WordGather::Scalar
-            };
-            return untimed(vector_row(taken));
+            return untimed(MEASURED.second(slot).then_some(kernel));
         }
         if out_bytes < TIMED_MIN_OUTPUT || cfg!(miri) {
             return untimed(vector_row(knob));
         }
-        let vector = MEASURED.second(slot);
-        let taken = if vector {
-            WordGather::Vector
-        } else {
-            WordGather::Scalar
-        };
         WordLoop {
-            vector: vector_row(taken),
+            vector: MEASURED.second(slot).then_some(kernel),
             timing: Some((class, Instant::now())),
         }
     }
