@@ -4,6 +4,7 @@
 //! row-major order, `out[t] = f(out[t], updates[p])` with
 //! `t = p with p[axis] := idx(indices[p])`.
 
+mod columns;
 mod rows;
 mod split;
 
@@ -28,6 +29,21 @@ use crate::shape::{normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
+
+/// For the kernels' unit tests: a new output that `write` fills from
+/// uninitialised memory (under Miri, reading a slot it did not write is an
+/// error).
+#[cfg(test)]
+fn fresh_output(
+    len: usize,
+    write: impl FnOnce(&mut [std::mem::MaybeUninit<i64>]) -> Result<(), usize>,
+) -> Result<Vec<i64>, usize> {
+    // SAFETY: the kernels under test return `Ok` only after writing
+    // every slot, which is what the tests calling this check.
+    #[allow(unsafe_code)]
+    let written = unsafe { crate::mem::uninit::new_vec_of::<i64, usize>(len, write) };
+    written.expect("a small vector of i64 can be made")
+}
 
 /// The ScatterElements operator: axis, reduction, and the contract it is checked against.
 ///
