@@ -15,10 +15,13 @@ python3 -m pip install --quiet --disable-pip-version-check \
 if [ "${GS_TEST_TORCH:-0}" = 1 ]; then
   python3 -m pip install --quiet --disable-pip-version-check torch
 fi
-# Build the wheel in the workspace's target/ (reusing its compiled crates),
-# then install it as a user would.
+# Build the wheel in the workspace's target/, with the `pytest` profile
+# (opt-level 1 and a test build's checks: see Cargo.toml), then install it
+# as a user would.
+echo "== test_all: the wheel, at $SECONDS s" >&2
 rm -rf target/wheels
-maturin build --release --quiet -m crates/gatherscatter-py/Cargo.toml --out target/wheels
+maturin build --profile pytest --quiet -m crates/gatherscatter-py/Cargo.toml --out target/wheels
 python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/gatherscatter-*.whl
 # From outside the source tree, so the installed package is the one imported.
+echo "== test_all: pytest, at $SECONDS s" >&2
 (cd crates/gatherscatter-py/tests && python3 -m pytest -q -p no:cacheprovider .)
