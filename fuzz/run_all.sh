@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Run every fuzz target for SECONDS each (default 30) from the committed
 # corpus; fail on the first crash. Needs the nightly toolchain and cargo-fuzz.
-#   fuzz/run_all.sh 30          # what CI does
-#   fuzz/run_all.sh 600         # a longer local run; then `cargo fuzz cmin TARGET`
+#   fuzz/run_all.sh 600         # a long local run; then `cargo fuzz cmin TARGET`
+#   FUZZ_BUILD=--dev fuzz/run_all.sh 12   # what CI does: a smoke run per target
+# FUZZ_BUILD picks the build: -O (the default: the release profile,
+# optimised) or --dev (the dev profile: unoptimised, built in a fraction
+# of the time, for fewer executions a second).
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-30}"
+build="${FUZZ_BUILD:--O}"
 targets=(gather gather_elements scatter_elements scatter_reduce segment policy gather_nd scatter_nd tensor_scatter onnx_model onnx_tensor npy_reader npy_writer file_layer)
-cargo +nightly fuzz build -O
+cargo +nightly fuzz build "$build"
 total=0
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"
@@ -15,7 +19,7 @@ for t in "${targets[@]}"; do
   # A scratch copy keeps the committed corpus unchanged by CI runs.
   scratch="$(mktemp -d)"
   cp -r "corpus/$t/." "$scratch/"
-  if ! cargo +nightly fuzz run "$t" -O "$scratch" -- -max_total_time="$seconds" -max_len=1024 >"$log" 2>&1; then
+  if ! cargo +nightly fuzz run "$t" "$build" "$scratch" -- -max_total_time="$seconds" -max_len=1024 >"$log" 2>&1; then
     tail -40 "$log"
     echo "fuzz target $t failed" >&2
     exit 1
