@@ -1,13 +1,19 @@
-//! [`HugePageHeap`]: a global allocator that asks the kernel for transparent
-//! huge pages under large blocks, as numpy does for its arrays, so a fresh
-//! 64 MiB tensor costs 32 page faults instead of 16,384. `gsx-bench` and
-//! the Python extension install it; the library itself allocates through
-//! whatever allocator its program has. On request
-//! ([`HugePageHeap::keep_freed_blocks`]) it also keeps a few large freed
-//! blocks for the next request of the same layout.
+//! The global allocators of the project's programs; the library itself
+//! allocates through whatever allocator its program has.
+//!
+//! - [`HugePageHeap`] asks the kernel for transparent huge pages under large
+//!   blocks, as numpy does for its arrays, so a fresh 64 MiB tensor costs 32
+//!   page faults instead of 16,384. `gsx-bench` and the Python extension
+//!   install it. On request ([`HugePageHeap::keep_freed_blocks`]) it also
+//!   keeps a few large freed blocks for the next request of the same layout.
+//! - [`BoundedHeap`] refuses allocations above a limit on the bytes live:
+//!   `gsx` installs it under its memory budget.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod bounded;
 mod kept;
+
+pub use bounded::BoundedHeap;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -7,27 +7,26 @@
 //! - **before allocating**, by the readers: a `.npy` whose decoded tensor,
 //!   or a `.pb`/`.onnx` file whose bytes, would exceed it is refused with
 //!   `error[out_of_memory]`, naming the file, the size and the budget;
-//! - **by the heap** of the `gsx` binary ([`BudgetHeap`]): an allocation
+//! - **by the heap** of the `gsx` binary (`gatherscatter_heap::BoundedHeap`,
+//!   whose limit is the budget): an allocation
 //!   that would take the live total above the budget fails, which the
 //!   library reports as `out_of_memory` for every output and working buffer
 //!   (they are all allocated fallibly). So a model whose outputs grow
 //!   without end stops with an error, never with the kernel's OOM killer.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use gatherscatter_heap::BoundedHeap;
 
 use crate::error::CliError;
 
-static BUDGET: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// The budget in force, in bytes.
+/// The budget in force, in bytes: the limit of `BoundedHeap`, whether or
+/// not the program installed it (the readers check against it either way).
 pub fn budget() -> u64 {
-    BUDGET.load(Ordering::Relaxed)
+    BoundedHeap::limit()
 }
 
 /// Set the budget (from `--max-memory`, or [`default_budget`]).
 pub fn set_budget(bytes: u64) {
-    BUDGET.store(bytes, Ordering::Relaxed);
+    BoundedHeap::set_limit(bytes);
 }
 
 /// The machine's total memory, or `u64::MAX` where it cannot be read.
@@ -89,90 +88,6 @@ pub fn check(what: impl FnOnce() -> String, bytes: u128) -> Result<(), CliError>
     Ok(())
 }
 
-/// The global allocator of `gsx`: the system's, refusing any allocation
-/// that would take the bytes live above [`budget`].
-///
-/// Every large allocation in `gsx` and the library is fallible
-/// (`try_reserve`), so a refusal becomes an `out_of_memory` error; the
-/// small infallible ones (names, messages) never come near the budget.
-pub struct BudgetHeap;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-impl BudgetHeap {
-    /// Count `size` more bytes if the budget allows them.
-    fn admit(size: usize) -> bool {
-        let limit = usize::try_from(budget()).unwrap_or(usize::MAX);
-        LIVE.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |live| {
-            admitted(live, size, limit)
-        })
-        .is_ok()
-    }
-
-    fn release(size: usize) {
-        LIVE.fetch_sub(size, Ordering::Relaxed);
-    }
-
-    /// Count `size` bytes, then `allocate` them; a refusal by the budget or
-    /// by the system is null, and a system refusal is uncounted again.
-    fn counted(size: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
-        if !Self::admit(size) {
-            return std::ptr::null_mut();
-        }
-        let ptr = allocate();
-        if ptr.is_null() {
-            Self::release(size);
-        }
-        ptr
-    }
-}
-
-/// The live total after allocating `size` more, if it stays within `limit`.
-fn admitted(live: usize, size: usize, limit: usize) -> Option<usize> {
-    live.checked_add(size).filter(|&total| total <= limit)
-}
-
-// SAFETY: every method forwards to `System` with the caller's layout and
-// pointer unchanged, so `System`'s guarantees hold; the only addition is
-// the counter, and a refused request returns null, which `GlobalAlloc`
-// allows for any failure.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for BudgetHeap {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's layout goes to System as it came.
-        Self::counted(layout.size(), || unsafe { System.alloc(layout) })
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as in `alloc`.
-        Self::counted(layout.size(), || unsafe { System.alloc_zeroed(layout) })
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator, hence from System, with
-        // this layout.
-        unsafe { System.dealloc(ptr, layout) };
-        Self::release(layout.size());
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let old = layout.size();
-        if new_size > old && !Self::admit(new_size - old) {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: `ptr` and `layout` are the caller's, from this allocator.
-        let moved = unsafe { System.realloc(ptr, layout, new_size) };
-        if moved.is_null() {
-            if new_size > old {
-                Self::release(new_size - old);
-            }
-        } else if new_size < old {
-            Self::release(old - new_size);
-        }
-        moved
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,39 +103,6 @@ mod tests {
         assert!(parse_size("-1").is_err());
         assert!(parse_size("4X").is_err());
         assert!(parse_size("16777216T").is_err(), "2^64 does not fit");
-    }
-
-    #[test]
-    fn the_heap_admits_up_to_the_limit_and_never_wraps() {
-        assert_eq!(admitted(10, 5, 15), Some(15));
-        assert_eq!(admitted(10, 6, 15), None);
-        assert_eq!(admitted(usize::MAX, 1, usize::MAX), None);
-    }
-
-    /// Drives every method of the heap (its only `unsafe` code) through
-    /// the system allocator, as Miri checks it.
-    #[test]
-    #[allow(unsafe_code)]
-    fn the_heap_counts_what_it_hands_out_and_takes_back() {
-        let layout = Layout::from_size_align(64, 8).unwrap();
-        // SAFETY: a non-zero layout; the pointer is written within it,
-        // grown and shrunk with the same layout, and freed once.
-        unsafe {
-            let p = BudgetHeap.alloc(layout);
-            assert!(!p.is_null());
-            p.write_bytes(7, 64);
-            let q = BudgetHeap.realloc(p, layout, 256);
-            assert!(!q.is_null());
-            assert_eq!(*q.add(63), 7);
-            let big = Layout::from_size_align(256, 8).unwrap();
-            let r = BudgetHeap.realloc(q, big, 32);
-            assert!(!r.is_null());
-            BudgetHeap.dealloc(r, Layout::from_size_align(32, 8).unwrap());
-            let z = BudgetHeap.alloc_zeroed(layout);
-            assert!(!z.is_null());
-            assert_eq!(*z.add(10), 0);
-            BudgetHeap.dealloc(z, layout);
-        }
     }
 
     #[test]

@@ -4,12 +4,14 @@ use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
 use clap::Parser;
-use gsx::budget::{self, BudgetHeap};
+use gatherscatter_heap::BoundedHeap;
+use gsx::budget;
 use gsx::commands::{execute, Cli};
 use gsx::error::{CliError, EXIT_INTERNAL};
 
+// The heap under the memory budget (`gsx::budget`).
 #[global_allocator]
-static HEAP: BudgetHeap = BudgetHeap;
+static HEAP: BoundedHeap = BoundedHeap;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
