@@ -16,7 +16,7 @@ if [ "${GS_TEST_TORCH:-0}" = 1 ]; then
   python3 -m pip install --quiet --disable-pip-version-check torch
 fi
 # Build the wheel in the workspace's target/, with the `pytest` profile
-# (opt-level 1 and a test build's checks: see Cargo.toml), then install it
+# (unoptimised, with a test build's checks: see Cargo.toml), then install it
 # as a user would.
 echo "== test_all: the wheel, at $SECONDS s" >&2
 rm -rf target/wheels
