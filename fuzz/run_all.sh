@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Run every fuzz target for SECONDS each (default 30) from the committed
 # corpus; fail on the first crash. Needs the nightly toolchain and cargo-fuzz.
-#   fuzz/run_all.sh 600         # a long local run; then `cargo fuzz cmin TARGET`
-#   FUZZ_BUILD=--dev fuzz/run_all.sh 12   # what CI does: a smoke run per target
+#   fuzz/run_all.sh 600         # a long run; then `cargo fuzz cmin TARGET`
+#   FUZZ_BUILD=--dev fuzz/run_all.sh 12   # unoptimised: a quick smoke run
 # FUZZ_BUILD picks the build: -O (the default: the release profile,
 # optimised) or --dev (the dev profile: unoptimised, built in a fraction
-# of the time, for fewer executions a second).
+# of the time, for fewer executions a second). CI does not fuzz: its test
+# suite replays the committed corpus (crates/gsx/tests/fuzz_corpus.rs).
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-30}"
 build="${FUZZ_BUILD:--O}"
-targets=(gather gather_elements scatter_elements scatter_reduce segment policy gather_nd scatter_nd tensor_scatter onnx_model onnx_tensor npy_reader npy_writer file_layer)
+mapfile -t targets < <(cargo +nightly fuzz list)
 cargo +nightly fuzz build "$build"
 total=0
 for t in "${targets[@]}"; do

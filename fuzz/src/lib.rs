@@ -6,8 +6,11 @@
 
 pub mod files;
 
+// `macro_use`: the oracle's macros (`for_dtype!`) by textual scope, so the
+// module also works inside the test suite's corpus replay.
 #[path = "../../crates/gatherscatter/tests/common/mod.rs"]
-#[allow(dead_code, unused_imports, unused_macros)]
+#[allow(unused_imports, unused_macros)]
+#[macro_use]
 mod common;
 
 use arbitrary::{Result, Unstructured};
@@ -616,6 +619,29 @@ fn run_scatter_nd<T: RefReduce>(case: &Case) {
         case,
     );
 }
+
+/// A fuzz target's body: any bytes in, a panic only for a bug.
+pub type Body = fn(&[u8]);
+
+/// Every fuzz target's name (its `fuzz_targets/NAME.rs` and
+/// `corpus/NAME/`) and body: the one list that the corpus replay of the
+/// test suite (`crates/gsx/tests/fuzz_corpus.rs`) walks.
+pub const TARGETS: &[(&str, Body)] = &[
+    ("gather", fuzz_gather),
+    ("gather_elements", fuzz_gather_elements),
+    ("scatter_elements", fuzz_scatter_elements),
+    ("scatter_reduce", fuzz_scatter_reduce),
+    ("segment", fuzz_segment),
+    ("policy", fuzz_policy),
+    ("gather_nd", fuzz_gather_nd),
+    ("scatter_nd", fuzz_scatter_nd),
+    ("tensor_scatter", fuzz_tensor_scatter),
+    ("onnx_model", fuzz_onnx_model),
+    ("onnx_tensor", fuzz_onnx_tensor),
+    ("npy_reader", files::fuzz_npy_reader),
+    ("npy_writer", files::fuzz_npy_writer),
+    ("file_layer", files::fuzz_file_layer),
+];
 
 /// The fuzz entry points, one per op.
 pub fn fuzz_gather(bytes: &[u8]) {
