@@ -10,6 +10,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
 use crate::mem::parallel;
+use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
@@ -341,25 +342,106 @@ fn copy_slices<W: Clone + Send + Sync, O: Slot<W>>(
         return Err(Incomplete);
     }
     let per_batch = offsets.len() / plan.batches;
+    if per_batch == 0 {
+        return Err(Incomplete);
+    }
     let per_task = blocks.div_ceil(parallel::tasks(std::mem::size_of_val(out), blocks));
+    let prefetch = std::mem::size_of_val(data) > PREFETCH_TARGETS_ABOVE;
     parallel::for_each_chunk(out, per_task * plan.block, |task, chunk| {
         let first = task * per_task;
         let tasks_offsets = offsets.get(first..).unwrap_or(&[]);
-        for (k, (dst, &off)) in chunk
-            .chunks_exact_mut(plan.block)
-            .zip(tasks_offsets)
-            .enumerate()
-        {
-            let base = ((first + k) / per_batch) * plan.slab + off;
+        let mut bases = SlabBases::new(first, per_batch, plan.slab);
+        // Single elements one `put` each: as a slice copy, each was a
+        // `memcpy` call, and the 4M-pair element gather took 2.2x as long.
+        if plan.block == 1 {
+            for (k, (dst, &off)) in chunk.iter_mut().zip(tasks_offsets).enumerate() {
+                let base = bases.next();
+                if prefetch {
+                    let ahead = tasks_offsets.get(k + ELEMENT_AHEAD);
+                    if let Some(item) = ahead.and_then(|&a| data.get(base + a)) {
+                        prefetch_item(item);
+                    }
+                }
+                dst.put(data[base + off].clone());
+            }
+            return;
+        }
+        for (dst, &off) in chunk.chunks_exact_mut(plan.block).zip(tasks_offsets) {
+            let base = bases.next() + off;
             O::copy_from(dst, &data[base..base + plan.block]);
         }
     });
     Ok(())
 }
 
+/// How many elements ahead the element gather asks for its source line,
+/// from data past L2: the random reads then overlap (4M elements from 64
+/// MiB, in a stand-alone loop on AMD EPYC family 25 model 1: 16 ahead
+/// 10% faster, 32 ahead 16%, 64 ahead 11%; from 256 KiB, no change).
+const ELEMENT_AHEAD: usize = 32;
+
+/// The first element of the batch slab of each block in turn, from block
+/// `first` on, by a running count rather than a division per block.
+struct SlabBases {
+    left_in_batch: usize,
+    base: usize,
+    per_batch: usize,
+    slab: usize,
+}
+
+impl SlabBases {
+    /// `per_batch` (at least 1) blocks to a batch, `slab` elements apart.
+    fn new(first: usize, per_batch: usize, slab: usize) -> SlabBases {
+        SlabBases {
+            left_in_batch: per_batch - first % per_batch,
+            base: first / per_batch * slab,
+            per_batch,
+            slab,
+        }
+    }
+
+    /// The next block's slab base.
+    #[inline]
+    fn next(&mut self) -> usize {
+        if self.left_in_batch == 0 {
+            self.left_in_batch = self.per_batch;
+            self.base += self.slab;
+        }
+        self.left_in_batch -= 1;
+        self.base
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::SlabBases;
     use crate::{GatherND, Tensor};
+
+    /// The running count gives each block the base the division gives,
+    /// from any first block (tasks start mid-batch).
+    #[test]
+    fn slab_bases_are_the_divisions_from_any_first_block() {
+        for per_batch in 1..5 {
+            for first in 0..12 {
+                let mut bases = SlabBases::new(first, per_batch, 100);
+                for block in first..first + 12 {
+                    assert_eq!(bases.next(), block / per_batch * 100, "{first} {per_batch}");
+                }
+            }
+        }
+    }
+
+    /// Single elements from several batches, as the element path takes
+    /// them: each pair resolved within its own batch's slab.
+    #[test]
+    fn batched_element_tuples_read_their_own_batch() {
+        let data = Tensor::new(vec![3, 2, 2], (0..12).collect::<Vec<i32>>()).unwrap();
+        let indices =
+            Tensor::new(vec![3, 2, 2], vec![0i64, 1, 1, 0, 1, 1, 0, 0, -1, -1, 0, 1]).unwrap();
+        let out = GatherND::new().batch_dims(1).run(&data, &indices).unwrap();
+        assert_eq!(out.shape(), &[3, 2]);
+        assert_eq!(out.data::<i32>().unwrap(), &[1, 2, 7, 4, 11, 9]);
+    }
 
     /// Fresh outputs are not zeroed first: under Miri, a slot the copy
     /// skipped would be read uninitialised by the comparison.
