@@ -375,9 +375,10 @@ fn copy_slices<W: Clone + Send + Sync, O: Slot<W>>(
 }
 
 /// How many elements ahead the element gather asks for its source line,
-/// from data past L2: the random reads then overlap (4M elements from 64
-/// MiB, in a stand-alone loop on AMD EPYC family 25 model 1: 16 ahead
-/// 10% faster, 32 ahead 16%, 64 ahead 11%; from 256 KiB, no change).
+/// from data past `PREFETCH_TARGETS_ABOVE` (1 MiB): the random reads then
+/// overlap (4M elements from 64 MiB, in a stand-alone loop on AMD EPYC
+/// family 25 model 1: 16 ahead 10% faster, 32 ahead 16%, 64 ahead 11%;
+/// from 256 KiB, no change).
 const ELEMENT_AHEAD: usize = 32;
 
 /// The first element of the batch slab of each block in turn, from block
