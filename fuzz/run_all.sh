@@ -17,7 +17,7 @@ total=0
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"
   log="$(mktemp)"
-  # A scratch copy keeps the committed corpus unchanged by CI runs.
+  # A scratch copy keeps the committed corpus unchanged by these runs.
   scratch="$(mktemp -d)"
   cp -r "corpus/$t/." "$scratch/"
   if ! cargo +nightly fuzz run "$t" "$build" "$scratch" -- -max_total_time="$seconds" -max_len=1024 >"$log" 2>&1; then

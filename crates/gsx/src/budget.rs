@@ -8,11 +8,11 @@
 //!   or a `.pb`/`.onnx` file whose bytes, would exceed it is refused with
 //!   `error[out_of_memory]`, naming the file, the size and the budget;
 //! - **by the heap** of the `gsx` binary (`gatherscatter_heap::BoundedHeap`,
-//!   whose limit is the budget): an allocation
-//!   that would take the live total above the budget fails, which the
-//!   library reports as `out_of_memory` for every output and working buffer
-//!   (they are all allocated fallibly). So a model whose outputs grow
-//!   without end stops with an error, never with the kernel's OOM killer.
+//!   whose limit is the budget): an allocation that would take the live
+//!   total above the budget fails, which the library reports as
+//!   `out_of_memory` for every output and working buffer (they are all
+//!   allocated fallibly). So a model whose outputs grow without end stops
+//!   with an error, never with the kernel's OOM killer.
 
 use gatherscatter_heap::BoundedHeap;
 
