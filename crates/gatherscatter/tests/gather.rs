@@ -588,7 +588,13 @@ fn case() -> impl Strategy<Value = Case> {
         )
 }
 
+/// [`check_case_once`] on the small-call path and on the general kernels.
 fn check_case<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
+    on_small_and_general_paths(|| check_case_once::<T>(case))
+}
+
+/// The fresh output and a caller's buffer both against the reference.
+fn check_case_once<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
     let data: Vec<T> = case.seeds.iter().map(|&s| T::from_seed(s)).collect();
     let axis = case.axis.rem_euclid(case.data_shape.len() as i64) as usize;
     let reference = reference_gather(
@@ -603,6 +609,16 @@ fn check_case<T: FromSeed>(case: &Case) -> Result<(), TestCaseError> {
     let indices = index_tensor(case.index_dtype, &case.indices_shape, &case.indices);
     let data_tensor = Tensor::new(case.data_shape.clone(), data).unwrap();
     let op = Gather::new(case.axis).batch_dims(case.batch_dims);
+    if let Some((shape, expected)) = &reference {
+        let mut out = Tensor::new(shape.clone(), vec![T::from_seed(0); expected.len()]).unwrap();
+        op.run_into(&data_tensor, &indices, &mut out)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let got = out.data::<T>().unwrap();
+        prop_assert!(
+            got.iter().zip(expected).all(|(a, b)| T::eq(a, b)),
+            "into a buffer: {got:?} against {expected:?}"
+        );
+    }
     let result = op.run(&data_tensor, &indices);
     check_against_reference(result, reference, T::eq)
 }

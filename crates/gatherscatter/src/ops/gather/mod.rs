@@ -127,7 +127,7 @@ impl Gather {
         let (data, indices) = (data.into(), indices.into());
         let plan = self.plan(data.shape(), data.dtype(), indices.shape(), indices.dtype())?;
         let resolved = resolve_tensor_along_axis(indices, plan.rule, "Gather")?;
-        with_view!(data, t => execute(t, &resolved, plan).map(Tensor::from))
+        with_view!(data, t => execute(t, &resolved, &plan).map(Tensor::from))
     }
 
     /// Run on typed views; the same checks and kernel as [`Gather::run`].
@@ -149,7 +149,7 @@ impl Gather {
     ) -> Result<TypedTensor<T>> {
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), I::DTYPE)?;
         let resolved = resolve_along_axis(indices, plan.rule)?;
-        execute(data, &resolved, plan)
+        execute(data, &resolved, &plan)
     }
 
     /// Like [`Gather::run`], but writes into `out`, a caller's buffer of the
