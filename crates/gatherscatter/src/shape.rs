@@ -226,6 +226,15 @@ impl<'a> IntoIterator for &'a SmallDims {
     }
 }
 
+/// Equal when the lists are, inline or not.
+impl PartialEq for SmallDims {
+    fn eq(&self, other: &SmallDims) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl Eq for SmallDims {}
+
 impl std::fmt::Debug for SmallDims {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter()).finish()

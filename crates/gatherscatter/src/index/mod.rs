@@ -9,7 +9,7 @@ use std::fmt;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
-use crate::shape::{strides, unravel, RowBases};
+use crate::shape::{strides, unravel, RowBases, SmallDims};
 use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
 
@@ -390,9 +390,9 @@ pub(crate) fn first_bad_index<I: IndexElement>(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TupleRule {
     /// The data dims the tuple components index, in order (`data.shape[b..b+k]`).
-    pub dims: Vec<usize>,
+    pub dims: SmallDims,
     /// Row-major data strides of those dims, in elements.
-    pub strides: Vec<usize>,
+    pub strides: SmallDims,
     /// Data axis of the first component (= batch_dims), for error messages.
     pub first_axis: usize,
     /// Whether `[-s, -1]` is accepted.

@@ -14,7 +14,7 @@ use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
-use crate::shape::{checked_product, require_rank_at_least_1, strides};
+use crate::shape::{checked_product, require_rank_at_least_1, strides, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -211,8 +211,8 @@ impl GatherND {
         };
         Ok(NdPlan {
             rule: TupleRule {
-                dims: data_shape[b..b + k].to_vec(),
-                strides: data_strides[b..b + k].to_vec(),
+                dims: SmallDims::from_slice(&data_shape[b..b + k]),
+                strides: SmallDims::from_slice(&data_strides[b..b + k]),
                 first_axis: b,
                 negative_allowed: true,
             },

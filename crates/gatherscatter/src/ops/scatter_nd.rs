@@ -15,7 +15,7 @@ use crate::mem::parallel;
 use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
 use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
-use crate::shape::{checked_product, require_rank_at_least_1, strides};
+use crate::shape::{checked_product, require_rank_at_least_1, strides, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, with_view_mut, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -239,20 +239,18 @@ impl ScatterND {
                 "indices.shape[-1] is {k}, larger than the rank {r} of data"
             )));
         }
-        let expected: Vec<usize> = indices_shape[..q - 1]
-            .iter()
-            .chain(&data_shape[k..])
-            .copied()
-            .collect();
-        if updates_shape != expected {
+        let expected = || indices_shape[..q - 1].iter().chain(&data_shape[k..]);
+        // Compared in place: a small call allocates nothing for the check.
+        if !updates_shape.iter().eq(expected()) {
+            let expected: Vec<usize> = expected().copied().collect();
             return Err(Error::shape(format!(
                 "updates shape {updates_shape_dims} must be indices.shape[:-1] + data.shape[{k}:] = {expected_dims}", updates_shape_dims = Dims(updates_shape), expected_dims = Dims(&expected)
 )));
         }
         Ok(NdPlan {
             rule: TupleRule {
-                dims: data_shape[..k].to_vec(),
-                strides: strides(data_shape)[..k].to_vec(),
+                dims: SmallDims::from_slice(&data_shape[..k]),
+                strides: SmallDims::from_slice(&strides(data_shape)[..k]),
                 first_axis: 0,
                 negative_allowed: true,
             },
