@@ -14,7 +14,7 @@ mod registers;
 use self::kernel::Bags;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{resolve_along_axis, with_index_view, AxisRule, IndexElement};
+use crate::index::{resolve_along_axis, with_index_view, AxisRule, IndexElement, Positions};
 use crate::ops::{alloc_output, check_fill, require_same_dtype, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel, Overwrite, Reduction};
@@ -251,7 +251,7 @@ impl EmbeddingBag {
         indices: TensorView<'_>,
         offsets: Option<TensorView<'_>>,
         per_sample_weights: Option<TensorView<'_>>,
-    ) -> Result<(Plan, Vec<usize>)> {
+    ) -> Result<(Plan, Positions)> {
         if self.profile != Profile::Permissive {
             return Err(Error::unsupported(format!(
                 "EmbeddingBag is PyTorch's operator; profile {} does not define it",
@@ -276,8 +276,10 @@ impl EmbeddingBag {
         }
         let (bags, bounds) = match (indices.rank(), offsets) {
             (1, Some(offsets)) => {
-                let given = offset_values(offsets)?;
-                bag_bounds(&given, offsets.rank(), indices.len(), self.include_last_offset)?
+                let (rank, len, last) = (offsets.rank(), indices.len(), self.include_last_offset);
+                with_index_view!(offsets, "EmbeddingBag", "offsets", v => {
+                    bag_bounds(v.data().iter().map(|x| x.to_i128()), rank, len, last)?
+                })
             }
             (2, None) => {
                 let (bags, n) = (indices.shape()[0], indices.shape()[1]);
@@ -311,7 +313,7 @@ impl EmbeddingBag {
             })?),
         };
         let entries = with_index_view!(indices, "EmbeddingBag", idx => {
-            resolve_along_axis(idx, rule)?.to_vec()
+            resolve_along_axis(idx, rule)?
         });
         let out_shape = vec![bags, dim];
         let out_len = checked_product(&out_shape).ok_or_else(|| Error::SizeOverflow {
@@ -359,18 +361,11 @@ impl EmbeddingBag {
     }
 }
 
-/// The offsets' values, exactly.
-fn offset_values(view: TensorView<'_>) -> Result<Vec<i128>> {
-    Ok(with_index_view!(view, "EmbeddingBag", "offsets", v => {
-        v.data().iter().map(|x| x.to_i128()).collect()
-    }))
-}
-
 /// The bags' boundaries from `offsets` (1-D): the starts, and the end of
 /// the last bag when `include_last`, else `len` appended. They must start
 /// at 0, never decrease and end at `len`.
 fn bag_bounds(
-    offsets: &[i128],
+    offsets: impl ExactSizeIterator<Item = i128>,
     rank: usize,
     len: usize,
     include_last: bool,
@@ -382,13 +377,13 @@ fn bag_bounds(
             expected: "rank 1 is required".into(),
         });
     }
-    if include_last && offsets.is_empty() {
+    if include_last && offsets.len() == 0 {
         return Err(Error::segments(
             "offsets is empty, but with include_last_offset it needs bags + 1 >= 1 entries",
         ));
     }
     let mut bounds = Vec::with_capacity(offsets.len() + 1);
-    for (k, &v) in offsets.iter().enumerate() {
+    for (k, v) in offsets.enumerate() {
         let b = usize::try_from(v)
             .ok()
             .filter(|&b| b <= len)
