@@ -7,10 +7,15 @@
 
 use gatherscatter::{
     Aggregate, EmbeddingBag, Gather, GatherElements, GatherND, Reduction, ScatterElements,
-    ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, Tensor, TensorScatter,
+    ScatterND, ScatterReduce, SegmentCoo, SegmentCsr, TensorScatter,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+
+#[path = "common/tiny_inputs.rs"]
+mod tiny_inputs;
+
+use tiny_inputs::TinyInputs;
 
 /// The system allocator, counting this thread's allocations (tests run on
 /// several threads at once).
@@ -68,60 +73,37 @@ fn allocations_of<R>(mut call: impl FnMut() -> R) -> usize {
     after - before
 }
 
-fn tensor<T: gatherscatter::Element>(shape: &[usize], values: Vec<T>) -> Tensor {
-    Tensor::new(shape.to_vec(), values).unwrap()
-}
-
-fn floats(len: usize) -> Vec<f32> {
-    (0..len).map(|i| i as f32 * 0.5).collect()
-}
-
-fn indices(len: usize, modulo: usize) -> Vec<i64> {
-    (0..len).map(|i| ((i * 5 + 3) % modulo) as i64).collect()
-}
-
 #[test]
 fn each_small_call_allocates_its_output_and_little_else() {
-    // The shapes of `benches/tiny_calls.rs`.
-    let rows = tensor(&[16, 16], floats(256));
-    let row_ids = tensor(&[4], indices(4, 16));
-    let square = tensor(&[8, 8], floats(64));
-    let elements = tensor(&[8, 4], indices(32, 8));
-    let updates = tensor(&[8, 4], floats(32));
-    let tuples = tensor(&[4, 2], indices(8, 8));
-    let nd_updates = tensor(&[4], floats(4));
-    let cache = tensor(&[1, 8, 4], floats(32));
-    let step = tensor(&[1, 1, 4], floats(4));
-    let at = tensor(&[1], vec![3i64]);
-    let src = tensor(&[32], floats(32));
-    let indptr = tensor(&[5], vec![0i64, 8, 16, 24, 32]);
-    let ids = tensor(&[32], (0..32).map(|i| i / 8).collect::<Vec<i64>>());
-    let bag_rows = tensor(&[8], indices(8, 8));
-    let offsets = tensor(&[4], vec![0i64, 2, 4, 6]);
+    let inputs = TinyInputs::new();
 
     // (op, allocations at most, allocations made)
     let counts = [
         (
             "clone (the output alone)",
             2,
-            allocations_of(|| square.clone()),
+            allocations_of(|| inputs.square.clone()),
         ),
         (
             "Gather",
             2,
-            allocations_of(|| Gather::new(0).run(&rows, &row_ids).unwrap()),
+            allocations_of(|| Gather::new(0).run(&inputs.rows, &inputs.row_ids).unwrap()),
         ),
         (
             "GatherElements",
             2,
-            allocations_of(|| GatherElements::new(1).run(&square, &elements).unwrap()),
+            allocations_of(|| {
+                GatherElements::new(1)
+                    .run(&inputs.square, &inputs.elements)
+                    .unwrap()
+            }),
         ),
         (
             "ScatterElements",
             2,
             allocations_of(|| {
                 ScatterElements::new(1)
-                    .run(&square, &elements, &updates)
+                    .run(&inputs.square, &inputs.elements, &inputs.updates)
                     .unwrap()
             }),
         ),
@@ -131,7 +113,7 @@ fn each_small_call_allocates_its_output_and_little_else() {
             allocations_of(|| {
                 ScatterElements::new(1)
                     .reduction(Reduction::Add)
-                    .run(&square, &elements, &updates)
+                    .run(&inputs.square, &inputs.elements, &inputs.updates)
                     .unwrap()
             }),
         ),
@@ -140,7 +122,7 @@ fn each_small_call_allocates_its_output_and_little_else() {
             2,
             allocations_of(|| {
                 ScatterReduce::new(1, Aggregate::Mean)
-                    .run(&square, &elements, &updates)
+                    .run(&inputs.square, &inputs.elements, &inputs.updates)
                     .unwrap()
             }),
         ),
@@ -148,12 +130,16 @@ fn each_small_call_allocates_its_output_and_little_else() {
         (
             "GatherND",
             3,
-            allocations_of(|| GatherND::new().run(&square, &tuples).unwrap()),
+            allocations_of(|| GatherND::new().run(&inputs.square, &inputs.tuples).unwrap()),
         ),
         (
             "ScatterND",
             3,
-            allocations_of(|| ScatterND::new().run(&square, &tuples, &nd_updates).unwrap()),
+            allocations_of(|| {
+                ScatterND::new()
+                    .run(&inputs.square, &inputs.tuples, &inputs.nd_updates)
+                    .unwrap()
+            }),
         ),
         (
             "TensorScatter",
@@ -161,14 +147,18 @@ fn each_small_call_allocates_its_output_and_little_else() {
             allocations_of(|| {
                 TensorScatter::new()
                     .axis(1)
-                    .run(&cache, &step, Some((&at).into()))
+                    .run(&inputs.cache, &inputs.step, Some((&inputs.at).into()))
                     .unwrap()
             }),
         ),
         (
             "segment_csr",
             3,
-            allocations_of(|| SegmentCsr::new(Aggregate::Sum).run(&src, &indptr).unwrap()),
+            allocations_of(|| {
+                SegmentCsr::new(Aggregate::Sum)
+                    .run(&inputs.src, &inputs.indptr)
+                    .unwrap()
+            }),
         ),
         (
             "segment_coo",
@@ -176,7 +166,7 @@ fn each_small_call_allocates_its_output_and_little_else() {
             allocations_of(|| {
                 SegmentCoo::new(Aggregate::Sum)
                     .segments(4)
-                    .run(&src, &ids)
+                    .run(&inputs.src, &inputs.ids)
                     .unwrap()
             }),
         ),
@@ -185,7 +175,12 @@ fn each_small_call_allocates_its_output_and_little_else() {
             3,
             allocations_of(|| {
                 EmbeddingBag::new(Aggregate::Sum)
-                    .run(&square, &bag_rows, Some((&offsets).into()), None)
+                    .run(
+                        &inputs.square,
+                        &inputs.bag_rows,
+                        Some((&inputs.offsets).into()),
+                        None,
+                    )
                     .unwrap()
             }),
         ),
