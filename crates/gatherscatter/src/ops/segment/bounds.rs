@@ -213,14 +213,18 @@ pub(crate) fn from_index<I: IndexElement>(
         })?;
     for r in 0..boundary_rows {
         let ids = &index[r * rows..(r + 1) * rows];
-        // b[s] = the first row whose id is at least s (the ids are sorted).
-        let mut row = 0;
-        for s in 0..=segments {
-            while row < rows && ids[row].to_i128() < s as i128 {
-                row += 1;
+        // b[s] = the first row whose id is at least s (the ids are sorted
+        // and below `segments`, checked above): one step per row, where a
+        // walk over the segments compared every id as an i128.
+        let start = flat.len();
+        for (row, id) in ids.iter().enumerate() {
+            let opened = id.to_i128() as usize + 1;
+            let filled = flat.len() - start;
+            if opened > filled {
+                flat.resize(start + opened, row);
             }
-            flat.push(row);
         }
+        flat.resize(start + segments + 1, rows);
     }
     Ok(Bounds {
         segments,
