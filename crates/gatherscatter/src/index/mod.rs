@@ -207,6 +207,9 @@ pub(crate) fn try_for_each_target<X: KernelIndex>(
 ) -> std::result::Result<(), usize> {
     let last = indices_shape.len() - 1;
     let row_len = indices_shape[last];
+    if rule.axis == last && indices_shape[..last] == data_shape[..last] {
+        return for_each_target_in_paired_rows(data_shape[last], row_len, rule, indices, f);
+    }
     let axis_stride = strides(data_shape)[rule.axis];
     // Along an outer axis, element k of a row sits k words past the row's base.
     let column_step = usize::from(rule.axis != last);
@@ -219,6 +222,34 @@ pub(crate) fn try_for_each_target<X: KernelIndex>(
                 return Err(k);
             }
             f(k, base + column * column_step + at * axis_stride);
+        }
+    }
+    Ok(())
+}
+
+/// [`try_for_each_target`] along the last axis when indices and data agree
+/// on every other dim (`take_along_axis(a, i, -1)`, the common case): index
+/// row `r` reads data row `r`, so a row's base is `r * data_row`, with no
+/// walk of the leading dims (which cost more than the indices of an 8x4 call).
+fn for_each_target_in_paired_rows<X: KernelIndex>(
+    data_row: usize,
+    row_len: usize,
+    rule: &AxisRule,
+    indices: &[X],
+    mut f: impl FnMut(usize, usize),
+) -> std::result::Result<(), usize> {
+    if row_len == 0 {
+        return Ok(());
+    }
+    let shift = rule.negative_shift();
+    for (row, row_indices) in indices.chunks_exact(row_len).enumerate() {
+        let (first, base) = (row * row_len, row * data_row);
+        for (column, &v) in row_indices.iter().enumerate() {
+            let at = position_shifted(v.wide(), shift);
+            if at >= rule.size {
+                return Err(first + column);
+            }
+            f(first + column, base + at);
         }
     }
     Ok(())
