@@ -203,37 +203,34 @@ pub(crate) fn try_for_each_target<X: KernelIndex>(
     indices_shape: &[usize],
     rule: &AxisRule,
     indices: &[X],
-    mut f: impl FnMut(usize, usize),
+    f: impl FnMut(usize, usize),
 ) -> std::result::Result<(), usize> {
     let last = indices_shape.len() - 1;
     let row_len = indices_shape[last];
     if rule.axis == last && indices_shape[..last] == data_shape[..last] {
-        return for_each_target_in_paired_rows(data_shape[last], row_len, rule, indices, f);
+        // Along the last axis with indices matching data on every other dim
+        // (`take_along_axis(a, i, -1)`), index row `r` reads data row `r`:
+        // its base is a product, where the leading dims' walk cost more than
+        // the indices of an 8x4 call.
+        let data_row = data_shape[last];
+        let bases = (0..).map(|row| row * data_row);
+        return walk_rows(bases, row_len, (0, 1), rule, indices, f);
     }
     let axis_stride = strides(data_shape)[rule.axis];
     // Along an outer axis, element k of a row sits k words past the row's base.
     let column_step = usize::from(rule.axis != last);
-    let shift = rule.negative_shift();
-    for (row, base) in RowBases::new(indices_shape, data_shape, rule.axis).enumerate() {
-        for column in 0..row_len {
-            let k = row * row_len + column;
-            let at = position_shifted(indices[k].wide(), shift);
-            if at >= rule.size {
-                return Err(k);
-            }
-            f(k, base + column * column_step + at * axis_stride);
-        }
-    }
-    Ok(())
+    let bases = RowBases::new(indices_shape, data_shape, rule.axis);
+    walk_rows(bases, row_len, (column_step, axis_stride), rule, indices, f)
 }
 
-/// [`try_for_each_target`] along the last axis when indices and data agree
-/// on every other dim (`take_along_axis(a, i, -1)`, the common case): index
-/// row `r` reads data row `r`, so a row's base is `r * data_row`, with no
-/// walk of the leading dims (which cost more than the indices of an 8x4 call).
-fn for_each_target_in_paired_rows<X: KernelIndex>(
-    data_row: usize,
+/// [`try_for_each_target`]'s loop: index row `r` (of `row_len`) starts at
+/// data position `bases[r]`, and its element `c` with index value `i`
+/// names `base + c * column_step + i * axis_stride`.
+#[inline(always)]
+fn walk_rows<X: KernelIndex>(
+    bases: impl Iterator<Item = usize>,
     row_len: usize,
+    (column_step, axis_stride): (usize, usize),
     rule: &AxisRule,
     indices: &[X],
     mut f: impl FnMut(usize, usize),
@@ -242,14 +239,17 @@ fn for_each_target_in_paired_rows<X: KernelIndex>(
         return Ok(());
     }
     let shift = rule.negative_shift();
-    for (row, row_indices) in indices.chunks_exact(row_len).enumerate() {
-        let (first, base) = (row * row_len, row * data_row);
+    for (row, (row_indices, base)) in indices.chunks_exact(row_len).zip(bases).enumerate() {
+        let first = row * row_len;
         for (column, &v) in row_indices.iter().enumerate() {
             let at = position_shifted(v.wide(), shift);
             if at >= rule.size {
                 return Err(first + column);
             }
-            f(first + column, base + at);
+            f(
+                first + column,
+                base + column * column_step + at * axis_stride,
+            );
         }
     }
     Ok(())
