@@ -277,6 +277,38 @@ fn bad_coo_index_is_refused_naming_the_id() {
 }
 
 #[test]
+fn coo_order_errors_come_before_count_errors_and_huge_unsigned_ids_stay_exact() {
+    let src = f32s(&[4], &[1.0; 4]);
+    let run = |index: Vec<u64>, segments: Option<usize>| {
+        let mut op = SegmentCoo::new(Aggregate::Sum);
+        if let Some(n) = segments {
+            op = op.segments(n);
+        }
+        op.run(&src, &Tensor::from_vec(index))
+            .unwrap_err()
+            .to_string()
+    };
+    // Past the count at [1], out of order at [3]: the order is reported.
+    assert_eq!(
+        run(vec![0, 5, 5, 1], Some(3)),
+        "index is not sorted: index[3] = 1 after 5; segment_coo needs ids non-decreasing along the last dim"
+    );
+    // Ids beyond i64's range compare exactly, not as one saturated value.
+    assert_eq!(
+        run(vec![0, 1, u64::MAX, u64::MAX - 1], None),
+        "index is not sorted: index[3] = 18446744073709551614 after 18446744073709551615; segment_coo needs ids non-decreasing along the last dim"
+    );
+    assert_eq!(
+        run(vec![0, 1, 2, u64::MAX], Some(3)),
+        "index[3] = 18446744073709551615 is out of range [0, 2]: there are 3 segments"
+    );
+    assert_eq!(
+        run(vec![0, 1, 2, u64::MAX], None),
+        "index holds 18446744073709551615, too large a segment count"
+    );
+}
+
+#[test]
 fn coo_ids_are_sorted_within_each_row_and_counted_over_all_rows() {
     // Two rows of ids: the second starts lower than the first ends (allowed)
     // and holds the largest id, which sets the segment count.

@@ -23,20 +23,53 @@ fn chunk_len(layout: Layout, out_len: usize, bytes: usize) -> usize {
     out_rows.div_ceil(tasks).max(1) * layout.inner
 }
 
-/// The `src` rows of output row `g` (slab `g / segments`): its first row
-/// number along the axis, its elements and how many rows they are.
-fn segment_of<'s, T>(
+/// The `src` rows of output rows `g, g + 1, …` (slab `g / segments`):
+/// each one's first row number along the axis, its elements and how many
+/// rows they are. A slab's boundaries are looked up as the walk enters it,
+/// not per segment.
+struct SegmentsFrom<'s, T> {
     src: &'s [T],
     layout: Layout,
-    bounds: &Bounds,
-    g: usize,
-) -> (usize, &'s [T], usize) {
-    let (slab, s) = (g / bounds.segments, g % bounds.segments);
-    let b = bounds.of_slab(slab);
-    let (first, end) = (b[s], b[s + 1]);
-    let base = slab * layout.rows * layout.inner;
-    let rows = &src[base + first * layout.inner..base + end * layout.inner];
-    (first, rows, end - first)
+    bounds: &'s Bounds,
+    slab: usize,
+    /// The next segment within the slab.
+    s: usize,
+    /// The slab's boundaries.
+    b: &'s [usize],
+}
+
+impl<'s, T> SegmentsFrom<'s, T> {
+    fn new(src: &'s [T], layout: Layout, bounds: &'s Bounds, g: usize) -> Self {
+        let per_slab = bounds.segments.max(1);
+        let slab = g / per_slab;
+        SegmentsFrom {
+            src,
+            layout,
+            bounds,
+            slab,
+            s: g % per_slab,
+            b: bounds.of_slab(slab),
+        }
+    }
+}
+
+impl<'s, T> Iterator for SegmentsFrom<'s, T> {
+    type Item = (usize, &'s [T], usize);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.s == self.bounds.segments {
+            self.slab += 1;
+            self.s = 0;
+            self.b = self.bounds.of_slab(self.slab);
+        }
+        let (first, end) = (*self.b.get(self.s)?, *self.b.get(self.s + 1)?);
+        self.s += 1;
+        let Layout { rows, inner } = self.layout;
+        let base = self.slab * rows * inner;
+        let elements = self.src.get(base + first * inner..base + end * inner)?;
+        Some((first, elements, end - first))
+    }
 }
 
 /// `out[g] = C`-fold of segment `g`'s rows, then `C`'s finish with the row
@@ -56,8 +89,8 @@ pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>>(
     let inner = layout.inner;
     parallel::for_each_chunk(out, chunk, |task, part| {
         let first_row = task * chunk / inner;
-        for (k, acc) in part.chunks_exact_mut(inner).enumerate() {
-            let (_, rows, count) = segment_of(src, layout, bounds, first_row + k);
+        let segments = SegmentsFrom::new(src, layout, bounds, first_row);
+        for (acc, (_, rows, count)) in part.chunks_exact_mut(inner).zip(segments) {
             if count == 0 {
                 acc.fill(empty.clone());
                 continue;
@@ -149,9 +182,10 @@ pub(crate) fn arg<T: Element>(
     let none = layout.rows as i64;
     parallel::for_each_chunk(arg, chunk, |task, part| {
         let first_row = task * chunk / inner;
-        for (k, found) in part.chunks_exact_mut(inner).enumerate() {
+        let segments = SegmentsFrom::new(src, layout, bounds, first_row);
+        for (k, (found, (first, rows, _))) in part.chunks_exact_mut(inner).zip(segments).enumerate()
+        {
             let g = first_row + k;
-            let (first, rows, _) = segment_of(src, layout, bounds, g);
             let value = &values[g * inner..(g + 1) * inner];
             found.fill(none);
             for (r, row) in rows.chunks_exact(inner).enumerate() {
