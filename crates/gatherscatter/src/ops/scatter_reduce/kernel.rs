@@ -279,7 +279,8 @@ fn run_small<T: Clone, C: Combine<T>, Y: Cell>(
         },
     )?;
     if C::FINISHES {
-        for (value, cell) in out.iter_mut().zip(cells) {
+        // By reference: by value, `zip` copied all the cells first.
+        for (value, cell) in out.iter_mut().zip(&cells) {
             if cell.count() > 0 {
                 C::finish(value, cell.count() + u64::from(Y::WITH_SELF));
             }
