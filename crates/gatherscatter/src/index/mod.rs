@@ -187,9 +187,7 @@ pub(crate) const SMALL_INDICES: usize = 256;
 /// small calls to the general kernels, which is how the tests reach those
 /// on small shapes).
 pub(crate) fn takes_small_path(outputs: usize, indices: usize) -> bool {
-    outputs <= SMALL_INDICES
-        && indices <= SMALL_INDICES
-        && crate::mem::knobs::in_force() == crate::mem::knobs::Tuning::AUTO
+    outputs <= SMALL_INDICES && indices <= SMALL_INDICES && crate::mem::knobs::auto_in_force()
 }
 
 /// The small-call walk of the elements ops: `f(k, target)` for each index
