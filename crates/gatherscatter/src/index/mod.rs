@@ -460,17 +460,18 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
     let per_task = tuples
         .div_ceil(parallel::tasks(std::mem::size_of_val(values), tuples))
         .max(1);
+    let slices = TupleSlices::from(rule);
     let resolved = parallel::try_for_each_chunk(&mut offsets, per_task, |task, chunk| {
         let first = task * per_task;
         let tuples = values[first * k..].chunks_exact(k);
         for (slot, tuple) in chunk.iter_mut().zip(tuples) {
-            *slot = tuple_offset(tuple, rule).map_err(|_| ())?;
+            *slot = tuple_offset(tuple, &slices).map_err(|_| ())?;
         }
         Ok::<(), ()>(())
     });
     if resolved.is_err() {
         for (t, tuple) in values.chunks_exact(k).enumerate() {
-            if let Err(j) = tuple_offset(tuple, rule) {
+            if let Err(j) = tuple_offset(tuple, &slices) {
                 let v = tuple[j].to_i128();
                 return Err(
                     component_rule(rule, j).out_of_range(v, unravel(t * k + j, indices.shape()))
@@ -495,14 +496,38 @@ fn component_rule(rule: &TupleRule, j: usize) -> AxisRule {
 #[inline]
 fn tuple_offset<I: IndexElement>(
     tuple: &[I],
-    rule: &TupleRule,
+    rule: &TupleSlices<'_>,
 ) -> std::result::Result<usize, usize> {
     let mut offset = 0usize;
-    for (j, &v) in tuple.iter().enumerate() {
-        let r = component_rule(rule, j).resolve(v.to_i128()).ok_or(j)?;
-        offset += r * rule.strides[j];
+    for (j, ((&v, &size), &stride)) in tuple.iter().zip(rule.dims).zip(rule.strides).enumerate() {
+        let component = AxisRule {
+            axis: j,
+            size,
+            negative_allowed: rule.negative_allowed,
+        };
+        offset += component.resolve(v.to_i128()).ok_or(j)? * stride;
     }
     Ok(offset)
+}
+
+/// A [`TupleRule`]'s dims and strides as plain slices, taken once per task
+/// rather than through `SmallDims` for every component (GatherND of 4
+/// pairs into 8x8: 2079 -> 2047 instructions a call, ScatterND 2295 ->
+/// 2261).
+struct TupleSlices<'a> {
+    dims: &'a [usize],
+    strides: &'a [usize],
+    negative_allowed: bool,
+}
+
+impl<'a> From<&'a TupleRule> for TupleSlices<'a> {
+    fn from(rule: &'a TupleRule) -> Self {
+        TupleSlices {
+            dims: &rule.dims,
+            strides: &rule.strides,
+            negative_allowed: rule.negative_allowed,
+        }
+    }
 }
 
 /// Run `$body` with `$v` bound to a typed view of `$tensor`'s indices, or
