@@ -174,11 +174,20 @@ pub(crate) enum SmallDims {
 impl SmallDims {
     /// `len` copies of `value`.
     pub(crate) fn filled(value: usize, len: usize) -> SmallDims {
+        // Refused memory: `vec!` asks again and aborts as any allocation.
+        SmallDims::try_filled(value, len).unwrap_or_else(|| SmallDims::Heap(vec![value; len]))
+    }
+
+    /// [`SmallDims::filled`], `None` when the heap refuses the memory (for
+    /// lengths that come from user input).
+    pub(crate) fn try_filled(value: usize, len: usize) -> Option<SmallDims> {
         if len <= INLINE_RANK {
-            SmallDims::Inline([value; INLINE_RANK], len)
-        } else {
-            SmallDims::Heap(vec![value; len])
+            return Some(SmallDims::Inline([value; INLINE_RANK], len));
         }
+        let mut heap = Vec::new();
+        heap.try_reserve_exact(len).ok()?;
+        heap.resize(len, value);
+        Some(SmallDims::Heap(heap))
     }
 
     pub(crate) fn from_slice(values: &[usize]) -> SmallDims {

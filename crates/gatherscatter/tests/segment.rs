@@ -721,6 +721,17 @@ proptest! {
 }
 
 #[test]
+fn a_segment_count_too_large_for_memory_is_an_allocation_error_not_an_abort() {
+    // 2^40 segments: their boundaries alone would take 8 TiB.
+    let src = f32s(&[2], &[1.0, 2.0]);
+    let err = SegmentCoo::new(Aggregate::Sum)
+        .segments(1 << 40)
+        .run(&src, &i64s(&[0, 1]))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfMemory);
+}
+
+#[test]
 fn an_output_too_large_to_count_is_a_size_overflow_not_a_panic() {
     // src [2, 0, 2^62, 4] holds nothing, but one segment per slab would
     // make the output [2, 1, 2^62, 4].

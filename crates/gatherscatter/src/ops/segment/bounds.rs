@@ -9,7 +9,7 @@ use crate::display::Dims;
 use crate::error::format_position;
 use crate::error::{Error, Result};
 use crate::index::IndexElement;
-use crate::shape::{strides, unravel};
+use crate::shape::{strides, unravel, SmallDims};
 
 /// The checked boundaries, and how a slab of `src` (a position in the dims
 /// before the axis) finds its row of them.
@@ -17,7 +17,7 @@ pub(crate) struct Bounds {
     /// Segments per row.
     pub segments: usize,
     /// `rows × (segments + 1)` boundaries.
-    flat: Flat,
+    flat: SmallDims,
     /// The dims of `src` before the axis.
     slab_shape: Vec<usize>,
     /// Per dim before the axis: the boundary rows' stride, or 0 where the
@@ -40,51 +40,15 @@ impl Bounds {
     }
 }
 
-/// Up to this many boundaries are kept inline, sparing a small call an
-/// allocation and its free (callgrind, 32 ids in 4 segments: segment_coo
-/// 2713 -> 2593 instructions a call). Not more: at 32 the larger `Bounds`
-/// was copied on each move, and the call took 2906.
-const INLINE_BOUNDS: usize = 8;
-
-/// The boundaries, inline for small calls, else on the heap.
-enum Flat {
-    Inline([usize; INLINE_BOUNDS], usize),
-    Heap(Vec<usize>),
-}
-
-impl Flat {
-    /// `len` boundaries, each `value`.
-    fn filled(len: usize, value: usize) -> Result<Flat> {
-        if len <= INLINE_BOUNDS {
-            return Ok(Flat::Inline([value; INLINE_BOUNDS], len));
-        }
-        let mut heap = Vec::new();
-        heap.try_reserve_exact(len).map_err(|_| Error::Allocation {
-            elements: len,
-            dtype: crate::DType::U64,
-        })?;
-        heap.resize(len, value);
-        Ok(Flat::Heap(heap))
-    }
-}
-
-impl std::ops::Deref for Flat {
-    type Target = [usize];
-    fn deref(&self) -> &[usize] {
-        match self {
-            Flat::Inline(values, len) => &values[..*len],
-            Flat::Heap(values) => values,
-        }
-    }
-}
-
-impl std::ops::DerefMut for Flat {
-    fn deref_mut(&mut self) -> &mut [usize] {
-        match self {
-            Flat::Inline(values, len) => &mut values[..*len],
-            Flat::Heap(values) => values,
-        }
-    }
+/// `len` boundaries, each `value`: inline up to 8, which spares a small
+/// call an allocation and its free (callgrind, 32 ids in 4 segments:
+/// segment_coo 2713 -> 2593 instructions a call; with 32 inline, the
+/// larger `Bounds` was copied on each move, and the call took 2906).
+fn boundaries(len: usize, value: usize) -> Result<SmallDims> {
+    SmallDims::try_filled(value, len).ok_or(Error::Allocation {
+        elements: len,
+        dtype: crate::DType::U64,
+    })
 }
 
 /// The dims of a boundary tensor before its last must each equal `src`'s
@@ -139,7 +103,7 @@ pub(crate) fn from_indptr<I: IndexElement>(
         )));
     }
     let row_strides = check_leading("indptr", shape, src_shape)?;
-    let mut flat = Flat::filled(indptr.len(), 0)?;
+    let mut flat = boundaries(indptr.len(), 0)?;
     for (at, &value) in indptr.iter().enumerate() {
         let v = value.to_i128();
         let position = || format_position(&unravel(at, shape));
@@ -228,7 +192,7 @@ pub(crate) fn from_index<I: IndexElement>(
     let total = boundary_rows
         .checked_mul(width)
         .ok_or_else(|| Error::segments("the segment boundaries overflow usize"))?;
-    let mut flat = Flat::filled(total, rows)?;
+    let mut flat = boundaries(total, rows)?;
     for (ids, b) in index.chunks(rows.max(1)).zip(flat.chunks_exact_mut(width)) {
         // b[s] = the first row whose id is at least s (the ids are sorted
         // and below `segments`, checked above), one step per row; the
