@@ -1,7 +1,7 @@
 //! Shapes whose element count overflows and outputs too large to allocate
 //! are errors: no abort, no panic, no partial result.
 
-use gatherscatter::{ErrorKind, Gather, GatherND, ScatterND, Tensor};
+use gatherscatter::{ErrorKind, Gather, GatherND, ScatterND, Tensor, TensorScatter};
 
 #[test]
 fn an_output_too_large_to_allocate_is_an_error() {
@@ -44,4 +44,23 @@ fn element_counts_that_overflow_usize_are_errors() {
     let updates = Tensor::new(vec![0, big], Vec::<i32>::new()).unwrap();
     let out = ScatterND::new().run(&data, &indices, &updates).unwrap();
     assert_eq!(out, data, "no tuple, no write");
+}
+
+#[test]
+fn a_cache_of_more_empty_batches_than_memory_holds_positions_for_is_an_allocation_error() {
+    // An empty cache [batches, 0, 4] and an empty step: without
+    // write_indices every batch writes at position 0, a list of `batches`.
+    for batches in [1usize << 60, usize::MAX] {
+        let cache = Tensor::new(vec![batches, 0, 4], Vec::<f32>::new()).unwrap();
+        let step = Tensor::new(vec![batches, 0, 4], Vec::<f32>::new()).unwrap();
+        let err = TensorScatter::new()
+            .axis(1)
+            .run(&cache, &step, None)
+            .unwrap_err();
+        assert_eq!(
+            err.kind(),
+            ErrorKind::OutOfMemory,
+            "{batches} batches: {err}"
+        );
+    }
 }

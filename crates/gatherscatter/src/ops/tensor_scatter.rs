@@ -292,7 +292,7 @@ impl TensorScatter {
             write_indices.map(|w| (w.shape(), w.dtype())),
         )?;
         let positions = match write_indices {
-            None => vec![0; plan.batch],
+            None => first_positions(plan.batch)?,
             Some(w) => {
                 crate::index::with_index_view!(w, "TensorScatter write_indices", v => self.resolve(v, &plan)?)
             }
@@ -346,7 +346,7 @@ impl TensorScatter {
             write_indices.map(|w| (w.shape(), I::DTYPE)),
         )?;
         let positions = match write_indices {
-            None => vec![0; plan.batch],
+            None => first_positions(plan.batch)?,
             Some(w) => self.resolve(w, &plan)?,
         };
         Ok((plan, positions))
@@ -578,6 +578,21 @@ fn write_windows<W: Clone>(
             cache[pos * inner..(pos + 1) * inner].clone_from_slice(src);
         }
     }
+}
+
+/// Position 0 for each of `batches`: the writes without write_indices.
+/// The count comes from the shapes alone (an empty cache may claim any
+/// number of batches), so memory refused is an error, not an abort.
+fn first_positions(batches: usize) -> Result<Vec<usize>> {
+    let mut positions = Vec::new();
+    positions
+        .try_reserve_exact(batches)
+        .map_err(|_| Error::Allocation {
+            elements: batches,
+            dtype: DType::U64,
+        })?;
+    positions.resize(batches, 0);
+    Ok(positions)
 }
 
 #[cfg(test)]
