@@ -57,6 +57,17 @@ pub(crate) fn checked_product_of_parts(parts: &[&[usize]]) -> Option<usize> {
     (!overflowed).then_some(product)
 }
 
+/// The parts of one shape joined: `parts.concat()`, without its generic
+/// length pass and per-part loop (a Gather's three output parts).
+pub(crate) fn join_parts(parts: [&[usize]; 3]) -> Vec<usize> {
+    let [a, b, c] = parts;
+    let mut joined = Vec::with_capacity(a.len() + b.len() + c.len());
+    joined.extend_from_slice(a);
+    joined.extend_from_slice(b);
+    joined.extend_from_slice(c);
+    joined
+}
+
 /// Map an axis from `[-rank, rank - 1]` to `[0, rank - 1]`.
 pub(crate) fn normalize_axis(axis: i64, rank: usize, what: &'static str) -> Result<usize> {
     let rank_i = rank as i128;
@@ -455,6 +466,9 @@ mod tests {
         ];
         for parts in cases {
             let joined = parts.concat();
+            if let [a, b, c] = parts {
+                assert_eq!(join_parts([*a, *b, *c]), joined);
+            }
             assert_eq!(
                 checked_product_of_parts(parts),
                 checked_product(&joined),

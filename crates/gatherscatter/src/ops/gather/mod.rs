@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
 use crate::ops::{check_output_shape, typed_buffer};
 use crate::profile::{self, Profile};
-use crate::shape::{checked_product_of_parts, normalize_axis, require_rank_at_least_1};
+use crate::shape::{checked_product_of_parts, join_parts, normalize_axis, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -78,7 +78,7 @@ struct GatherPlan<'s> {
 
 impl GatherPlan<'_> {
     fn output_shape(&self) -> Vec<usize> {
-        self.output_parts.concat()
+        join_parts(self.output_parts)
     }
 
     /// Whether a caller's buffer of shape `given` has the output shape.
@@ -262,7 +262,7 @@ impl Gather {
         let output_len =
             checked_product_of_parts(&output_parts).ok_or_else(|| Error::SizeOverflow {
                 what: "Gather output",
-                shape: output_parts.concat(),
+                shape: join_parts(output_parts),
             })?;
         let rule = AxisRule {
             axis,
