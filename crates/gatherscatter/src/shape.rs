@@ -202,9 +202,14 @@ impl SmallDims {
     }
 
     pub(crate) fn from_slice(values: &[usize]) -> SmallDims {
-        let mut dims = SmallDims::filled(0, values.len());
-        dims.copy_from_slice(values);
-        dims
+        // Built in place: through `filled`, then a copy, the ND ops' plans
+        // (two lists each) cost more.
+        if values.len() <= INLINE_RANK {
+            let mut dims = [0; INLINE_RANK];
+            dims[..values.len()].copy_from_slice(values);
+            return SmallDims::Inline(dims, values.len());
+        }
+        SmallDims::Heap(values.to_vec())
     }
 
     /// `values` followed by `last`.
