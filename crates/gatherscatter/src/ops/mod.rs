@@ -29,6 +29,18 @@ pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
     })
 }
 
+/// A new vector holding `data`'s values, or an allocation error.
+pub(crate) fn copy_of<T: Element>(data: &[T]) -> Result<Vec<T>> {
+    let mut copy = Vec::new();
+    copy.try_reserve_exact(data.len())
+        .map_err(|_| Error::Allocation {
+            elements: data.len(),
+            dtype: T::DTYPE,
+        })?;
+    copy.extend_from_slice(data);
+    Ok(copy)
+}
+
 /// Zeros of `like`'s dtype in `shape` (`""` for strings, `false` for bool).
 pub(crate) fn zeros_like(like: crate::TensorView<'_>, shape: Vec<usize>) -> Result<crate::Tensor> {
     let len = crate::shape::checked_product(&shape).ok_or_else(|| Error::SizeOverflow {

@@ -39,6 +39,15 @@ pub(crate) enum Stop {
     NoMemory(usize, DType),
 }
 
+/// What the output holds when the kernel starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// Anything: the kernel copies data into it first.
+    Blank,
+    /// Data's values already.
+    Copied,
+}
+
 /// `out = data`, then every update combined into its target with `C`, the
 /// first contribution to a target overwriting it when `include_self` is
 /// false, then `C`'s finish run with each target's count.
@@ -49,6 +58,7 @@ pub(crate) fn scatter_reduce<T: Clone + Send + Sync, C: Combine<T>>(
     indices: &[i64],
     updates: &[T],
     include_self: bool,
+    start: Start,
 ) -> Result<(), Stop> {
     if !C::FINISHES && include_self {
         // ScatterElements with a reduction exactly, and its tuned kernel,
@@ -59,7 +69,9 @@ pub(crate) fn scatter_reduce<T: Clone + Send + Sync, C: Combine<T>>(
         return scatter::<T, MaybeUninit<T>, C, i64>(data, slots, g, indices, updates)
             .map_err(Stop::BadIndex);
     }
-    copy_into(data, out);
+    if start == Start::Blank {
+        copy_into(data, out);
+    }
     if include_self {
         run::<T, C, Counted<true>>(data, out, g, indices, updates)
     } else if C::FINISHES {

@@ -10,14 +10,16 @@
 
 mod kernel;
 
-use self::kernel::{scatter_reduce as apply, Stop};
+use self::kernel::{scatter_reduce as apply, Start, Stop};
 use crate::ops::scatter_elements::Geometry;
 
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{canonical_indices, first_bad_index, with_index_view, AxisRule, IndexElement};
-use crate::ops::{alloc_output, check_indices_shape, require_same_dtype, typed_output};
+use crate::index::{
+    canonical_indices, first_bad_index, takes_small_path, with_index_view, AxisRule, IndexElement,
+};
+use crate::ops::{alloc_output, check_indices_shape, copy_of, require_same_dtype, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel};
 use crate::shape::{normalize_axis, require_rank_at_least_1};
@@ -136,8 +138,19 @@ impl ScatterReduce {
         updates: TypedView<'_, T>,
     ) -> Result<TypedTensor<T>> {
         let plan = self.plan(data.shape(), T::DTYPE, indices.shape(), updates.shape())?;
-        let mut out = alloc_output(data.len())?;
-        self.fill(data, indices, updates, &plan, &mut out)?;
+        // A small call's output starts as a copy of data, where a zeroed
+        // allocation, then the kernel's copy, cost 8x4 updates into 8x8
+        // (mean) about 300 instructions more (callgrind). A large one is
+        // zeroed, which costs no pass over memory, and copied by the tasks.
+        let mut out;
+        let start = if takes_small_path(data.len(), indices.len()) {
+            out = copy_of(data.data())?;
+            Start::Copied
+        } else {
+            out = alloc_output(data.len())?;
+            Start::Blank
+        };
+        self.fill(data, indices, updates, &plan, &mut out, start)?;
         Ok(TypedTensor::from_parts_unchecked(
             data.shape().to_vec(),
             out,
@@ -184,12 +197,13 @@ impl ScatterReduce {
                 let updates = updates.typed()?;
                 let plan = self.plan(t.shape(), data_dtype, idx.shape(), updates.shape())?;
                 let out = typed_output("ScatterReduce", out, t.shape())?;
-                self.fill(t, idx, updates, &plan, out)
+                self.fill(t, idx, updates, &plan, out, Start::Blank)
             })
         })
     }
 
-    /// `out = data` with every update aggregated; `out` has data's length.
+    /// `out = data` with every update aggregated; `out` has data's length
+    /// and, when `start` says so, holds data's values already.
     fn fill<T: Element, I: IndexElement>(
         &self,
         data: TypedView<'_, T>,
@@ -197,6 +211,7 @@ impl ScatterReduce {
         updates: TypedView<'_, T>,
         plan: &Plan,
         out: &mut [T],
+        start: Start,
     ) -> Result<()> {
         let idx = canonical_indices(indices.data())?;
         let g = Geometry {
@@ -211,6 +226,7 @@ impl ScatterReduce {
             idx: &idx,
             upd: updates.data(),
             include_self: self.include_self,
+            start,
         };
         match T::with_aggregate(self.reduce, kernel)? {
             Ok(()) => Ok(()),
@@ -262,6 +278,7 @@ struct Reduce<'a, T> {
     idx: &'a [i64],
     upd: &'a [T],
     include_self: bool,
+    start: Start,
 }
 
 impl<T: Element> CombineKernel<T> for Reduce<'_, T> {
@@ -275,6 +292,7 @@ impl<T: Element> CombineKernel<T> for Reduce<'_, T> {
             self.idx,
             self.upd,
             self.include_self,
+            self.start,
         )
     }
 }
