@@ -1,7 +1,9 @@
 //! Shapes whose element count overflows and outputs too large to allocate
 //! are errors: no abort, no panic, no partial result.
 
-use gatherscatter::{ErrorKind, Gather, GatherND, ScatterND, Tensor, TensorScatter};
+use gatherscatter::{
+    Aggregate, EmbeddingBag, ErrorKind, Gather, GatherND, ScatterND, Tensor, TensorScatter,
+};
 
 #[test]
 fn an_output_too_large_to_allocate_is_an_error() {
@@ -44,6 +46,27 @@ fn element_counts_that_overflow_usize_are_errors() {
     let updates = Tensor::new(vec![0, big], Vec::<i32>::new()).unwrap();
     let out = ScatterND::new().run(&data, &indices, &updates).unwrap();
     assert_eq!(out, data, "no tuple, no write");
+}
+
+#[test]
+fn more_empty_bags_than_memory_holds_bounds_for_are_an_allocation_error_not_an_abort() {
+    // `[bags, 0]` indices hold no entry, whatever the count of bags; each
+    // bag still needs a bound.
+    let weight = Tensor::new(vec![3, 2], vec![1.0f32; 6]).unwrap();
+    for bags in [1usize << 60, usize::MAX] {
+        let indices = Tensor::new(vec![bags, 0], Vec::<i64>::new()).unwrap();
+        let err = EmbeddingBag::new(Aggregate::Sum)
+            .run(&weight, &indices, None, None)
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{bags} bags: {err}");
+    }
+    // A count that fits keeps working: 3 empty bags take the fill, zero.
+    let indices = Tensor::new(vec![3, 0], Vec::<i64>::new()).unwrap();
+    let out = EmbeddingBag::new(Aggregate::Sum)
+        .run(&weight, &indices, None, None)
+        .unwrap();
+    assert_eq!(out.shape(), &[3, 2]);
+    assert_eq!(out.data::<f32>().unwrap(), &[0.0; 6]);
 }
 
 #[test]

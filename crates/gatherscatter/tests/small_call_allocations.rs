@@ -171,9 +171,10 @@ fn each_small_call_allocates_its_output_and_little_else() {
                     .unwrap()
             }),
         ),
+        // The output alone: up to 8 bag bounds are kept inline.
         (
             "embedding_bag",
-            3,
+            2,
             allocations_of(|| {
                 EmbeddingBag::new(Aggregate::Sum)
                     .run(

@@ -18,7 +18,7 @@ use crate::index::{resolve_along_axis, with_index_view, AxisRule, IndexElement, 
 use crate::ops::{alloc_output, check_fill, require_same_dtype, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel, Overwrite, Reduction};
-use crate::shape::checked_product;
+use crate::shape::{checked_product, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView, TensorViewMut};
 
@@ -83,7 +83,7 @@ pub struct EmbeddingBag {
 
 /// The checked call: the boundaries of the bags, the resolved padding row.
 pub(crate) struct Plan {
-    pub bounds: Vec<usize>,
+    pub bounds: SmallDims,
     pub padding: Option<usize>,
     pub out_shape: Vec<usize>,
     pub out_len: usize,
@@ -283,7 +283,16 @@ impl EmbeddingBag {
             }
             (2, None) => {
                 let (bags, n) = (indices.shape()[0], indices.shape()[1]);
-                (bags, (0..=bags).map(|b| b * n).collect())
+                // `[bags, 0]` indices exist for any count of bags.
+                let count = bags.saturating_add(1);
+                let mut bounds = SmallDims::try_filled(0, count).ok_or(Error::Allocation {
+                    elements: count,
+                    dtype: DType::U64,
+                })?;
+                for (b, bound) in bounds.iter_mut().enumerate() {
+                    *bound = b * n;
+                }
+                (bags, bounds)
             }
             (1, None) => return Err(Error::shape(
                 "indices is 1-D but no offsets were given; give offsets, or 2-D indices [bags, n] for bags of n",
@@ -369,7 +378,7 @@ fn bag_bounds(
     rank: usize,
     len: usize,
     include_last: bool,
-) -> Result<(usize, Vec<usize>)> {
+) -> Result<(usize, SmallDims)> {
     if rank != 1 {
         return Err(Error::RankMismatch {
             what: "offsets",
@@ -382,7 +391,14 @@ fn bag_bounds(
             "offsets is empty, but with include_last_offset it needs bags + 1 >= 1 entries",
         ));
     }
-    let mut bounds = Vec::with_capacity(offsets.len() + 1);
+    // Room for the starts, and `len` already in place as the end when the
+    // last offset is not given. Inline up to 8 bounds: a small call's
+    // allocation cost more than its checks.
+    let count = offsets.len() + usize::from(!include_last);
+    let mut bounds = SmallDims::try_filled(len, count).ok_or(Error::Allocation {
+        elements: count,
+        dtype: DType::U64,
+    })?;
     for (k, v) in offsets.enumerate() {
         let b = usize::try_from(v)
             .ok()
@@ -392,17 +408,14 @@ fn bag_bounds(
                     "offsets[{k}] = {v} is out of range [0, {len}]: indices has {len} entries"
                 ))
             })?;
-        if let Some(&before) = bounds.last() {
+        if let Some(&before) = k.checked_sub(1).map(|j| &bounds[j]) {
             if b < before {
                 return Err(Error::segments(format!(
                     "offsets decreases at offsets[{k}]: {v} after {before}; it must be non-decreasing"
                 )));
             }
         }
-        bounds.push(b);
-    }
-    if !include_last {
-        bounds.push(len);
+        bounds[k] = b;
     }
     if bounds[0] != 0 {
         return Err(Error::segments(format!(
