@@ -619,3 +619,49 @@ fn an_axis_followed_only_by_size_1_dims_is_walked_as_the_last_axis() {
     let run = || ScatterElements::new(1).run(&data, &indices, &updates);
     names_the_first_bad_index_on_any_pool(run, size as i128, &[400, 17, 0, 0]);
 }
+
+#[test]
+fn small_last_axis_calls_walk_row_by_row_and_name_the_first_bad_index_as_the_general_path_does() {
+    use gatherscatter::{Aggregate, GatherElements, ScatterReduce};
+    let data = Tensor::new(vec![3, 4], (0..12).map(|v| v as f32).collect()).unwrap();
+    let updates = Tensor::new(vec![3, 2], vec![10.0f32, 20.0, 30.0, 40.0, 50.0, 60.0]).unwrap();
+    // Negative indices wrap within each row; the second row's -1 is its 3.
+    let good = Tensor::new(vec![3, 2], vec![0i64, 3, -1, 1, 2, 2]).unwrap();
+    // Flat position 3 (row 1, column 1) is the first bad one; 5 is bad too.
+    let bad = Tensor::new(vec![3, 2], vec![0i64, 3, -1, 4, 2, -5]).unwrap();
+    let calls = |indices: &Tensor| {
+        [
+            GatherElements::new(1).run(&data, indices),
+            ScatterElements::new(1).run(&data, indices, &updates),
+            ScatterElements::new(1)
+                .reduction(Reduction::Add)
+                .run(&data, indices, &updates),
+            ScatterReduce::new(1, Aggregate::Mean).run(&data, indices, &updates),
+        ]
+    };
+    let expected: [&[f32]; 4] = [
+        &[0.0, 3.0, 7.0, 5.0, 10.0, 10.0],
+        &[
+            10.0, 1.0, 2.0, 20.0, 4.0, 40.0, 6.0, 30.0, 8.0, 9.0, 60.0, 11.0,
+        ],
+        &[
+            10.0, 1.0, 2.0, 23.0, 4.0, 45.0, 6.0, 37.0, 8.0, 9.0, 120.0, 11.0,
+        ],
+        &[
+            5.0, 1.0, 2.0, 11.5, 4.0, 22.5, 6.0, 18.5, 8.0, 9.0, 40.0, 11.0,
+        ],
+    ];
+    on_small_and_general_paths(|| {
+        for (got, want) in calls(&good).into_iter().zip(expected) {
+            let out = got.unwrap();
+            prop_assert_eq!(out.data::<f32>().unwrap(), want);
+        }
+        for got in calls(&bad) {
+            let err = got.unwrap_err();
+            prop_assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+            prop_assert!(err.to_string().contains("[1, 1]"), "{}", err);
+        }
+        Ok(())
+    })
+    .unwrap();
+}

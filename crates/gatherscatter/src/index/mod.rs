@@ -190,6 +190,26 @@ pub(crate) fn takes_small_path(outputs: usize, indices: usize) -> bool {
     outputs <= SMALL_INDICES && indices <= SMALL_INDICES && crate::mem::knobs::auto_in_force()
 }
 
+/// The shape most small calls have: along the last axis, with indices that
+/// match data on every other dim (`take_along_axis(a, i, -1)`), so index
+/// row `r` reads data row `r`. `Some((data_row, row_len))`, the two rows'
+/// lengths, both non-zero, when the call has it: the small paths then walk
+/// row by row, each index's range check being its data row's bounds check
+/// (an 8x4 GatherElements: 18 instructions an element through
+/// [`try_for_each_target`], whose targets are checked against the whole
+/// output and data).
+pub(crate) fn matching_last_axis_rows(
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    rule: &AxisRule,
+) -> Option<(usize, usize)> {
+    let last = indices_shape.len().checked_sub(1)?;
+    let (data_row, row_len) = (*data_shape.get(last)?, indices_shape[last]);
+    let matching = rule.axis == last && indices_shape[..last] == data_shape[..last];
+    (matching && data_row == rule.size && data_row > 0 && row_len > 0)
+        .then_some((data_row, row_len))
+}
+
 /// The small-call walk of the elements ops: `f(k, target)` for each index
 /// in row-major order, `k` its flat position and `target` the flat position
 /// in data (or a scatter's output) of the element it names; `Err(k)` at the
@@ -594,6 +614,24 @@ mod tests {
             size,
             negative_allowed,
         }
+    }
+
+    #[test]
+    fn only_last_axis_calls_whose_leading_dims_match_walk_row_by_row() {
+        let along = |axis: usize, size: usize| AxisRule {
+            axis,
+            size,
+            negative_allowed: true,
+        };
+        let rows = matching_last_axis_rows;
+        assert_eq!(rows(&[8, 8], &[8, 4], &along(1, 8)), Some((8, 4)));
+        assert_eq!(rows(&[2, 3, 5], &[2, 3, 7], &along(2, 5)), Some((5, 7)));
+        assert_eq!(rows(&[5], &[9], &along(0, 5)), Some((5, 9)));
+        // An outer axis, fewer index rows than data rows, empty rows.
+        assert_eq!(rows(&[8, 8], &[4, 8], &along(0, 8)), None);
+        assert_eq!(rows(&[8, 8], &[4, 4], &along(1, 8)), None);
+        assert_eq!(rows(&[8, 0], &[8, 4], &along(1, 0)), None);
+        assert_eq!(rows(&[8, 8], &[8, 0], &along(1, 8)), None);
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::index::{
-    first_bad_index, position_shifted, takes_small_path, try_for_each_target, AxisRule, InPlace,
-    IndexElement, IndexSource, KernelIndex, ReadIndices, WideIndices,
+    first_bad_index, matching_last_axis_rows, position_shifted, takes_small_path,
+    try_for_each_target, AxisRule, InPlace, IndexElement, IndexSource, KernelIndex, ReadIndices,
+    WideIndices,
 };
 use crate::mem::cpu;
 use crate::mem::knobs;
@@ -111,9 +112,24 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
 ) -> std::result::Result<(), usize> {
     if takes_small_path(out.len(), out.len()) {
         return indices.with_all_small(|idx| {
-            try_for_each_target(data_shape, indices_shape, rule, idx, |k, at| {
-                out[k].put(data[at].clone())
-            })
+            let Some((data_row, row_len)) =
+                matching_last_axis_rows(data_shape, indices_shape, rule)
+            else {
+                return try_for_each_target(data_shape, indices_shape, rule, idx, |k, at| {
+                    out[k].put(data[at].clone())
+                });
+            };
+            let shift = rule.negative_shift();
+            let rows = out.chunks_exact_mut(row_len).zip(idx.chunks_exact(row_len));
+            for (r, ((out_row, idx_row), data_row)) in
+                rows.zip(data.chunks_exact(data_row)).enumerate()
+            {
+                for (k, (slot, &v)) in out_row.iter_mut().zip(idx_row).enumerate() {
+                    let value = data_row.get(position_shifted(v.wide(), shift));
+                    slot.put(value.ok_or(r * row_len + k)?.clone());
+                }
+            }
+            Ok(())
         });
     }
     let axis = rule.axis;

@@ -12,7 +12,8 @@ use std::ops::Range;
 use super::columns::{scatter_by_columns, ColumnTask};
 use super::split::scatter_split;
 use crate::index::{
-    position_shifted, takes_small_path, try_for_each_target, AxisRule, KernelIndex,
+    matching_last_axis_rows, position_shifted, takes_small_path, try_for_each_target, AxisRule,
+    KernelIndex,
 };
 use crate::mem::cpu;
 use crate::mem::parallel;
@@ -57,9 +58,26 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: Kern
     // Small calls first: the shape work below cost them about 10% more.
     if takes_small_path(out.len(), indices.len()) {
         let out = O::init_from(out, data);
-        return try_for_each_target(g.data_shape, g.indices_shape, g.rule, indices, |k, at| {
-            C::combine(&mut out[at], &updates[k])
-        });
+        let Some((data_row, row_len)) =
+            matching_last_axis_rows(g.data_shape, g.indices_shape, g.rule)
+        else {
+            return try_for_each_target(g.data_shape, g.indices_shape, g.rule, indices, |k, at| {
+                C::combine(&mut out[at], &updates[k])
+            });
+        };
+        let shift = g.rule.negative_shift();
+        let rows = out
+            .chunks_exact_mut(data_row)
+            .zip(indices.chunks_exact(row_len));
+        for (r, ((out_row, idx_row), upd_row)) in
+            rows.zip(updates.chunks_exact(row_len)).enumerate()
+        {
+            for (k, (&v, u)) in idx_row.iter().zip(upd_row).enumerate() {
+                let target = out_row.get_mut(position_shifted(v.wide(), shift));
+                C::combine(target.ok_or(r * row_len + k)?, u);
+            }
+        }
+        return Ok(());
     }
     // An axis followed only by size-1 dims is walked as the last axis, and
     // the dims after an outer axis, when data and indices agree on them, as

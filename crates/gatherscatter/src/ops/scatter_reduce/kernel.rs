@@ -20,7 +20,8 @@ use std::ops::Range;
 
 use crate::dtype::DType;
 use crate::index::{
-    position_shifted, takes_small_path, try_for_each_target, AxisRule, SMALL_INDICES,
+    matching_last_axis_rows, position_shifted, takes_small_path, try_for_each_target, AxisRule,
+    SMALL_INDICES,
 };
 use crate::mem::parallel;
 use crate::mem::prefetch::{
@@ -280,16 +281,38 @@ fn run_small<T: Clone, C: Combine<T>, Y: Cell>(
     updates: &[T],
 ) -> Result<(), usize> {
     let mut cells = [Y::default(); SMALL_INDICES];
-    try_for_each_target(
-        g.data_shape,
-        g.indices_shape,
-        g.rule,
-        indices,
-        |k, target| {
-            let spilled = cells[target].apply::<T, C>(&mut out[target], &updates[k]);
-            debug_assert!(!spilled, "a cell counts past {SMALL_INDICES} updates");
-        },
-    )?;
+    if let Some((data_row, row_len)) =
+        matching_last_axis_rows(g.data_shape, g.indices_shape, g.rule)
+    {
+        let shift = g.rule.negative_shift();
+        let targets = out
+            .chunks_exact_mut(data_row)
+            .zip(cells.chunks_exact_mut(data_row));
+        let sources = indices
+            .chunks_exact(row_len)
+            .zip(updates.chunks_exact(row_len));
+        for (r, ((out_row, cell_row), (idx_row, upd_row))) in targets.zip(sources).enumerate() {
+            for (k, (&v, u)) in idx_row.iter().zip(upd_row).enumerate() {
+                let at = position_shifted(v, shift);
+                let (Some(value), Some(cell)) = (out_row.get_mut(at), cell_row.get_mut(at)) else {
+                    return Err(r * row_len + k);
+                };
+                let spilled = cell.apply::<T, C>(value, u);
+                debug_assert!(!spilled, "a cell counts past {SMALL_INDICES} updates");
+            }
+        }
+    } else {
+        try_for_each_target(
+            g.data_shape,
+            g.indices_shape,
+            g.rule,
+            indices,
+            |k, target| {
+                let spilled = cells[target].apply::<T, C>(&mut out[target], &updates[k]);
+                debug_assert!(!spilled, "a cell counts past {SMALL_INDICES} updates");
+            },
+        )?;
+    }
     if C::FINISHES {
         // By reference: by value, `zip` copied all the cells first.
         for (value, cell) in out.iter_mut().zip(&cells) {
