@@ -87,3 +87,23 @@ fn a_cache_of_more_empty_batches_than_memory_holds_positions_for_is_an_allocatio
         );
     }
 }
+
+#[test]
+fn index_tuples_resolve_exactly_against_dims_past_i64() {
+    // Data [2^63 + 5, 0] holds no element, but its first dim is real: -1
+    // is row 2^63 + 4, and so is that row named as a u64.
+    let rows = (1usize << 63) + 5;
+    let data = Tensor::new(vec![rows, 0], Vec::<f32>::new()).unwrap();
+    let last = (rows - 1) as u64;
+    let indices = Tensor::new(vec![2, 1], vec![last, 0]).unwrap();
+    let out = GatherND::new().run(&data, &indices).unwrap();
+    assert_eq!(out.shape(), &[2, 0]);
+    let negative = Tensor::new(vec![1, 1], vec![-1i64]).unwrap();
+    assert_eq!(
+        GatherND::new().run(&data, &negative).unwrap().shape(),
+        &[1, 0]
+    );
+    let past = Tensor::new(vec![1, 1], vec![rows as u64]).unwrap();
+    let err = GatherND::new().run(&data, &past).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds, "{err}");
+}
