@@ -31,12 +31,7 @@ pub(crate) fn alloc_output<T: Element>(len: usize) -> Result<Vec<T>> {
 
 /// A new vector holding `data`'s values, or an allocation error.
 pub(crate) fn copy_of<T: Element>(data: &[T]) -> Result<Vec<T>> {
-    let mut copy = Vec::new();
-    copy.try_reserve_exact(data.len())
-        .map_err(|_| Error::Allocation {
-            elements: data.len(),
-            dtype: T::DTYPE,
-        })?;
+    let mut copy = crate::shape::reserved(data.len(), T::DTYPE)?;
     copy.extend_from_slice(data);
     Ok(copy)
 }

@@ -584,13 +584,7 @@ fn write_windows<W: Clone>(
 /// The count comes from the shapes alone (an empty cache may claim any
 /// number of batches), so memory refused is an error, not an abort.
 fn first_positions(batches: usize) -> Result<Vec<usize>> {
-    let mut positions = Vec::new();
-    positions
-        .try_reserve_exact(batches)
-        .map_err(|_| Error::Allocation {
-            elements: batches,
-            dtype: DType::U64,
-        })?;
+    let mut positions = crate::shape::reserved(batches, DType::U64)?;
     positions.resize(batches, 0);
     Ok(positions)
 }

@@ -285,10 +285,7 @@ impl EmbeddingBag {
                 let (bags, n) = (indices.shape()[0], indices.shape()[1]);
                 // `[bags, 0]` indices exist for any count of bags.
                 let count = bags.saturating_add(1);
-                let mut bounds = SmallDims::try_filled(0, count).ok_or(Error::Allocation {
-                    elements: count,
-                    dtype: DType::U64,
-                })?;
+                let mut bounds = SmallDims::try_filled(0, count)?;
                 for (b, bound) in bounds.iter_mut().enumerate() {
                     *bound = b * n;
                 }
@@ -395,10 +392,7 @@ fn bag_bounds(
     // last offset is not given. Inline up to 8 bounds: a small call's
     // allocation cost more than its checks.
     let count = offsets.len() + usize::from(!include_last);
-    let mut bounds = SmallDims::try_filled(len, count).ok_or(Error::Allocation {
-        elements: count,
-        dtype: DType::U64,
-    })?;
+    let mut bounds = SmallDims::try_filled(len, count)?;
     for (k, v) in offsets.enumerate() {
         let b = usize::try_from(v)
             .ok()

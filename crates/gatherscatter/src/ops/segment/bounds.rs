@@ -40,17 +40,6 @@ impl Bounds {
     }
 }
 
-/// `len` boundaries, each `value`: inline up to 8, which spares a small
-/// call an allocation and its free (callgrind, 32 ids in 4 segments:
-/// segment_coo 2713 -> 2593 instructions a call; with 32 inline, the
-/// larger `Bounds` was copied on each move, and the call took 2906).
-fn boundaries(len: usize, value: usize) -> Result<SmallDims> {
-    SmallDims::try_filled(value, len).ok_or(Error::Allocation {
-        elements: len,
-        dtype: crate::DType::U64,
-    })
-}
-
 /// The dims of a boundary tensor before its last must each equal `src`'s
 /// or be 1 (broadcast, as pytorch_scatter).
 fn check_leading(what: &str, shape: &[usize], src_shape: &[usize]) -> Result<Vec<usize>> {
@@ -103,7 +92,7 @@ pub(crate) fn from_indptr<I: IndexElement>(
         )));
     }
     let row_strides = check_leading("indptr", shape, src_shape)?;
-    let mut flat = boundaries(indptr.len(), 0)?;
+    let mut flat = SmallDims::try_filled(0, indptr.len())?;
     for (at, &value) in indptr.iter().enumerate() {
         let v = value.to_i128();
         let position = || format_position(&unravel(at, shape));
@@ -192,7 +181,7 @@ pub(crate) fn from_index<I: IndexElement>(
     let total = boundary_rows
         .checked_mul(width)
         .ok_or_else(|| Error::segments("the segment boundaries overflow usize"))?;
-    let mut flat = boundaries(total, rows)?;
+    let mut flat = SmallDims::try_filled(rows, total)?;
     for (ids, b) in index.chunks(rows.max(1)).zip(flat.chunks_exact_mut(width)) {
         // b[s] = the first row whose id is at least s (the ids are sorted
         // and below `segments`, checked above), one step per row; the
