@@ -58,13 +58,16 @@ pub(crate) fn checked_product_of_parts(parts: &[&[usize]]) -> Option<usize> {
 }
 
 /// The parts of one shape joined: `parts.concat()`, without its generic
-/// length pass and per-part loop (a Gather's three output parts).
-pub(crate) fn join_parts(parts: [&[usize]; 3]) -> Vec<usize> {
+/// length pass and per-part loop (a Gather's three output parts), inline
+/// up to [`INLINE_RANK`] dims.
+pub(crate) fn join_parts(parts: [&[usize]; 3]) -> SmallDims {
     let [a, b, c] = parts;
-    let mut joined = Vec::with_capacity(a.len() + b.len() + c.len());
-    joined.extend_from_slice(a);
-    joined.extend_from_slice(b);
-    joined.extend_from_slice(c);
+    let mut joined = SmallDims::filled(0, a.len() + b.len() + c.len());
+    let (head, rest) = joined.split_at_mut(a.len());
+    head.copy_from_slice(a);
+    let (middle, tail) = rest.split_at_mut(b.len());
+    middle.copy_from_slice(b);
+    tail.copy_from_slice(c);
     joined
 }
 
@@ -226,6 +229,14 @@ impl SmallDims {
         SmallDims::Heap(values.to_vec())
     }
 
+    /// The list as a `Vec` (no copy when it is already on the heap).
+    pub(crate) fn into_vec(self) -> Vec<usize> {
+        match self {
+            SmallDims::Inline(dims, len) => dims[..len].to_vec(),
+            SmallDims::Heap(dims) => dims,
+        }
+    }
+
     /// `values` followed by `last`.
     pub(crate) fn pushed(values: &[usize], last: usize) -> SmallDims {
         let mut dims = SmallDims::filled(last, values.len() + 1);
@@ -262,6 +273,19 @@ impl<'a> IntoIterator for &'a SmallDims {
 
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
+    }
+}
+
+/// A caller's `Vec` is kept as it is: moving it in costs no copy.
+impl From<Vec<usize>> for SmallDims {
+    fn from(dims: Vec<usize>) -> SmallDims {
+        SmallDims::Heap(dims)
+    }
+}
+
+impl From<&[usize]> for SmallDims {
+    fn from(dims: &[usize]) -> SmallDims {
+        SmallDims::from_slice(dims)
     }
 }
 
@@ -475,18 +499,20 @@ mod tests {
 
     #[test]
     fn product_of_parts_is_the_product_of_the_joined_shape() {
-        let cases: [&[&[usize]]; 6] = [
+        let cases: [&[&[usize]]; 7] = [
             &[&[2, 3], &[], &[4]],
             &[&[], &[], &[]],
             &[&[usize::MAX], &[2], &[0]],
             &[&[0], &[usize::MAX, 2]],
             &[&[usize::MAX / 2], &[3]],
             &[&[1 << 20], &[1 << 20], &[1 << 20]],
+            // Past the inline length: joined on the heap.
+            &[&[1, 2, 3, 4], &[5, 6, 7], &[8, 9]],
         ];
         for parts in cases {
             let joined = parts.concat();
             if let [a, b, c] = parts {
-                assert_eq!(join_parts([*a, *b, *c]), joined);
+                assert_eq!(join_parts([*a, *b, *c])[..], joined[..]);
             }
             assert_eq!(
                 checked_product_of_parts(parts),

@@ -14,7 +14,7 @@ use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
-use crate::shape::{checked_product, require_rank_at_least_1, strides, SmallDims};
+use crate::shape::{checked_product, join_parts, require_rank_at_least_1, strides, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -53,7 +53,7 @@ struct NdPlan {
     slab: usize,
     /// Elements per gathered slice.
     block: usize,
-    output_shape: Vec<usize>,
+    output_shape: SmallDims,
     output_len: usize,
 }
 
@@ -160,7 +160,8 @@ impl GatherND {
         };
         Ok(permissive
             .plan(data_shape, data_dtype, indices_shape, index_dtype)?
-            .output_shape)
+            .output_shape
+            .into_vec())
     }
 
     fn plan(
@@ -192,14 +193,10 @@ impl GatherND {
             )));
         }
         check_batch_dims(data_shape, indices_shape, b)?;
-        let output_shape: Vec<usize> = indices_shape[..q - 1]
-            .iter()
-            .chain(&data_shape[b + k..])
-            .copied()
-            .collect();
+        let output_shape = join_parts([&indices_shape[..q - 1], &data_shape[b + k..], &[]]);
         let output_len = checked_product(&output_shape).ok_or_else(|| Error::SizeOverflow {
             what: "GatherND output",
-            shape: output_shape.clone(),
+            shape: output_shape.to_vec(),
         })?;
         let data_strides = strides(data_shape);
         let nonempty = |dims: &[usize]| {

@@ -314,10 +314,7 @@ impl ScatterND {
                 out
             }
         };
-        Ok(TypedTensor::from_parts_unchecked(
-            data.shape().to_vec(),
-            out,
-        ))
+        Ok(TypedTensor::from_parts_unchecked(data.shape(), out))
     }
 
     /// `out` (data's length) = data with the updates applied; an error when

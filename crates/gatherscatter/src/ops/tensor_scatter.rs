@@ -154,7 +154,7 @@ impl TensorScatter {
         let (plan, positions) = self.prepare(&past_cache, &update, write_indices)?;
         with_view!(past_cache, t => {
             let out = fresh(t, update.typed()?, &positions, &plan)?;
-            Ok(TypedTensor::from_parts_unchecked(t.shape().to_vec(), out).into())
+            Ok(TypedTensor::from_parts_unchecked(t.shape(), out).into())
         })
     }
 
@@ -234,10 +234,7 @@ impl TensorScatter {
         let (plan, positions) =
             self.prepare_typed(past_cache.shape(), update.shape(), T::DTYPE, write_indices)?;
         let out = fresh(past_cache, update, &positions, &plan)?;
-        Ok(TypedTensor::from_parts_unchecked(
-            past_cache.shape().to_vec(),
-            out,
-        ))
+        Ok(TypedTensor::from_parts_unchecked(past_cache.shape(), out))
     }
 
     /// Typed form of [`TensorScatter::run_into`].

@@ -85,7 +85,7 @@ pub struct EmbeddingBag {
 pub(crate) struct Plan {
     pub bounds: SmallDims,
     pub padding: Option<usize>,
-    pub out_shape: Vec<usize>,
+    pub out_shape: SmallDims,
     pub out_len: usize,
 }
 
@@ -321,10 +321,10 @@ impl EmbeddingBag {
         let entries = with_index_view!(indices, "EmbeddingBag", idx => {
             resolve_along_axis(idx, rule)?
         });
-        let out_shape = vec![bags, dim];
+        let out_shape = SmallDims::from_slice(&[bags, dim]);
         let out_len = checked_product(&out_shape).ok_or_else(|| Error::SizeOverflow {
             what: "EmbeddingBag output",
-            shape: out_shape.clone(),
+            shape: out_shape.to_vec(),
         })?;
         Ok((
             Plan {

@@ -19,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, resolve_tensor_along_axis, AxisRule, IndexElement};
 use crate::ops::{check_output_shape, typed_buffer};
 use crate::profile::{self, Profile};
-use crate::shape::{checked_product_of_parts, join_parts, normalize_axis, require_rank_at_least_1};
+use crate::shape::{
+    checked_product_of_parts, join_parts, normalize_axis, require_rank_at_least_1, SmallDims,
+};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -77,7 +79,7 @@ struct GatherPlan<'s> {
 }
 
 impl GatherPlan<'_> {
-    fn output_shape(&self) -> Vec<usize> {
+    fn output_shape(&self) -> SmallDims {
         join_parts(self.output_parts)
     }
 
@@ -216,7 +218,8 @@ impl Gather {
         };
         Ok(permissive
             .plan(data_shape, data_dtype, indices_shape, index_dtype)?
-            .output_shape())
+            .output_shape()
+            .into_vec())
     }
 
     fn plan<'s>(
@@ -262,7 +265,7 @@ impl Gather {
         let output_len =
             checked_product_of_parts(&output_parts).ok_or_else(|| Error::SizeOverflow {
                 what: "Gather output",
-                shape: join_parts(output_parts),
+                shape: join_parts(output_parts).into_vec(),
             })?;
         let rule = AxisRule {
             axis,

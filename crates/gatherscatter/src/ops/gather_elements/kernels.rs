@@ -44,10 +44,7 @@ pub(super) fn execute<T: Element, I: IndexElement>(
             out
         }
     };
-    Ok(TypedTensor::from_parts_unchecked(
-        indices.shape().to_vec(),
-        out,
-    ))
+    Ok(TypedTensor::from_parts_unchecked(indices.shape(), out))
 }
 
 /// Write the whole output into `out` (the indices' length), checking each

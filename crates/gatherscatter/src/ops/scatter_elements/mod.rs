@@ -207,7 +207,7 @@ impl ScatterElements {
         with_index_view!(indices, "ScatterElements", idx => {
             with_view!(data, t => {
                 let out = self.fresh(t, idx, updates.typed()?, &plan)?;
-                Ok(TypedTensor::from_parts_unchecked(t.shape().to_vec(), out).into())
+                Ok(TypedTensor::from_parts_unchecked(t.shape(), out).into())
             })
         })
     }
@@ -296,10 +296,7 @@ impl ScatterElements {
             updates.shape(),
         )?;
         let out = self.fresh(data, indices, updates, &plan)?;
-        Ok(TypedTensor::from_parts_unchecked(
-            data.shape().to_vec(),
-            out,
-        ))
+        Ok(TypedTensor::from_parts_unchecked(data.shape(), out))
     }
 
     /// The checks shared by the dynamic entry points.

@@ -151,10 +151,7 @@ impl ScatterReduce {
             Start::Blank
         };
         self.fill(data, indices, updates, &plan, &mut out, start)?;
-        Ok(TypedTensor::from_parts_unchecked(
-            data.shape().to_vec(),
-            out,
-        ))
+        Ok(TypedTensor::from_parts_unchecked(data.shape(), out))
     }
 
     /// Like [`ScatterReduce::run`], but writes the result into `out`, a

@@ -19,7 +19,7 @@ use crate::index::{with_index_view, IndexElement};
 use crate::ops::{alloc_output, check_fill, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel};
-use crate::shape::checked_product;
+use crate::shape::{checked_product, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView, TensorViewMut};
 
@@ -144,14 +144,14 @@ pub(crate) fn out_shape(
     src_shape: &[usize],
     axis: usize,
     segments: usize,
-) -> Result<(Vec<usize>, usize)> {
-    let mut shape = src_shape.to_vec();
+) -> Result<(SmallDims, usize)> {
+    let mut shape = SmallDims::from_slice(src_shape);
     shape[axis] = segments;
     match checked_product(&shape) {
         Some(len) => Ok((shape, len)),
         None => Err(Error::SizeOverflow {
             what: "the output",
-            shape,
+            shape: shape.into_vec(),
         }),
     }
 }
