@@ -219,6 +219,35 @@ fn each_tuple_component_is_checked_against_its_own_dimension() {
 }
 
 #[test]
+fn few_tuples_and_many_name_the_same_first_bad_component() {
+    // Up to 16 tuples resolve inline on the calling thread, more on the
+    // general path: both report the first bad component in row-major
+    // order, here tuple n/2's second (4, for an axis of 4) ahead of the
+    // last tuple's first (-4, for an axis of 3) when that is a later one.
+    let data = i32s(&[3, 4], &(0..12).collect::<Vec<i32>>());
+    for n in [1usize, 2, 15, 16, 17, 40] {
+        let mut values = vec![1i64; 2 * n];
+        values[2 * (n / 2) + 1] = 4;
+        if n - 1 > n / 2 {
+            values[2 * (n - 1)] = -4;
+        }
+        let indices = i64s(&[n, 2], &values);
+        let expected = Error::IndexOutOfRange {
+            value: 4,
+            position: vec![n / 2, 1],
+            axis: 1,
+            axis_size: 4,
+            negative_allowed: true,
+        };
+        let gathered = GatherND::new().run(&data, &indices).unwrap_err();
+        assert_eq!(gathered, expected, "GatherND, {n} tuples");
+        let updates = i32s(&[n], &vec![7; n]);
+        let scattered = ScatterND::new().run(&data, &indices, &updates).unwrap_err();
+        assert_eq!(scattered, expected, "ScatterND, {n} tuples");
+    }
+}
+
+#[test]
 fn negative_tuple_components_count_from_the_end() {
     let data = i32s(&[3, 4], &(0..12).collect::<Vec<i32>>());
     let out = GatherND::new()

@@ -391,9 +391,9 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
     Ok(Positions::Heap(resolved))
 }
 
-/// Positions resolved along an axis by [`resolve_along_axis`]. A few are
-/// kept inline, so that a small call (W9: 4 indices) allocates nothing for
-/// them.
+/// Positions resolved along an axis by [`resolve_along_axis`], or tuple
+/// offsets by [`resolve_tuples`]. A few are kept inline, so that a small
+/// call (W9: 4 indices) allocates nothing for them.
 #[derive(Debug)]
 pub(crate) enum Positions {
     Inline {
@@ -412,7 +412,7 @@ impl std::ops::Deref for Positions {
 
     fn deref(&self) -> &[usize] {
         match self {
-            // Only `resolve_along_axis` builds this, with len <= INLINE.
+            // Built only with len <= INLINE.
             Positions::Inline { len, values } => &values[..*len],
             Positions::Heap(values) => values,
         }
@@ -454,10 +454,13 @@ pub(crate) struct TupleRule {
 pub(crate) fn resolve_tuples<I: IndexElement>(
     indices: TypedView<'_, I>,
     rule: &TupleRule,
-) -> Result<Vec<usize>> {
+) -> Result<Positions> {
     let k = rule.dims.len();
     let values = indices.data();
     let tuples = values.len().checked_div(k).unwrap_or(0);
+    if k > 0 && tuples <= Positions::INLINE {
+        return resolve_few_tuples(indices, rule);
+    }
     let mut offsets = Vec::new();
     offsets
         .try_reserve_exact(tuples)
@@ -470,7 +473,7 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
         let n = crate::shape::checked_product(&indices.shape()[..indices.rank().saturating_sub(1)])
             .unwrap_or(0);
         offsets.resize(n, 0);
-        return Ok(offsets);
+        return Ok(Positions::Heap(offsets));
     }
     offsets.resize(tuples, 0);
     // Large index tensors are resolved by several tasks, each its own range
@@ -499,7 +502,33 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
             }
         }
     }
-    Ok(offsets)
+    Ok(Positions::Heap(offsets))
+}
+
+/// [`resolve_tuples`] of at most [`Positions::INLINE`] non-empty tuples, on
+/// this thread and into an inline list: for a small call the allocation
+/// and the task split cost more than the tuples (GatherND of 4 pairs).
+fn resolve_few_tuples<I: IndexElement>(
+    indices: TypedView<'_, I>,
+    rule: &TupleRule,
+) -> Result<Positions> {
+    let k = rule.dims.len();
+    let slices = TupleSlices::from(rule);
+    let mut inline = [0; Positions::INLINE];
+    let tuples = indices.data().chunks_exact(k);
+    let len = tuples.len();
+    for (t, (slot, tuple)) in inline.iter_mut().zip(tuples).enumerate() {
+        // Tuples in order, components in order: the first bad component
+        // met is the first in row-major order.
+        *slot = tuple_offset(tuple, &slices).map_err(|j| {
+            component_rule(rule, j)
+                .out_of_range(tuple[j].to_i128(), unravel(t * k + j, indices.shape()))
+        })?;
+    }
+    Ok(Positions::Inline {
+        len,
+        values: inline,
+    })
 }
 
 /// The rule of a tuple's `j`-th component.
@@ -600,7 +629,7 @@ pub(crate) fn resolve_tensor_tuples(
     indices: TensorView<'_>,
     rule: &TupleRule,
     context: &str,
-) -> Result<Vec<usize>> {
+) -> Result<Positions> {
     with_index_view!(indices, context, v => resolve_tuples(v, rule))
 }
 

@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
+use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, Positions, TupleRule};
 use crate::mem::parallel;
 use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
@@ -198,7 +198,7 @@ impl ScatterND {
         data: &TensorView<'_>,
         indices: TensorView<'_>,
         updates: &TensorView<'_>,
-    ) -> Result<(NdPlan, Vec<usize>)> {
+    ) -> Result<(NdPlan, Positions)> {
         super::require_same_dtype(
             "updates",
             updates.dtype(),
