@@ -101,6 +101,49 @@ fn missing_write_indices_mean_zero() {
 }
 
 #[test]
+fn batches_past_the_inline_eight_write_and_fail_as_the_first_eight_do() {
+    // Up to 8 batches' write positions are kept inline, more on the heap.
+    for batches in [1usize, 8, 9, 12] {
+        let past = f32s(&[batches, 4, 1], &vec![0.0; batches * 4]);
+        let steps: Vec<f32> = (0..batches).map(|b| b as f32 + 1.0).collect();
+        let update = f32s(&[batches, 1, 1], &steps);
+        let positions: Vec<i64> = (0..batches as i64).map(|b| b % 4).collect();
+        let write = Tensor::new(vec![batches], positions.clone()).unwrap();
+        let op = TensorScatter::new().axis(1);
+        let out = op.run(&past, &update, Some((&write).into())).unwrap();
+        let mut expected = vec![0.0; batches * 4];
+        for (b, &step) in steps.iter().enumerate() {
+            expected[b * 4 + b % 4] = step;
+        }
+        assert_eq!(
+            out.data::<f32>().unwrap(),
+            &expected[..],
+            "{batches} batches"
+        );
+        // Without write indices every batch writes at position 0.
+        let out = op.run(&past, &update, None).unwrap();
+        let mut expected = vec![0.0; batches * 4];
+        for (b, &step) in steps.iter().enumerate() {
+            expected[b * 4] = step;
+        }
+        assert_eq!(
+            out.data::<f32>().unwrap(),
+            &expected[..],
+            "{batches} batches"
+        );
+        // A window past the end in the last batch is named.
+        let mut bad = positions;
+        bad[batches - 1] = 4;
+        let bad = Tensor::new(vec![batches], bad).unwrap();
+        let err = op.run(&past, &update, Some((&bad).into())).unwrap_err();
+        assert!(
+            matches!(err, Error::WriteIndexOutOfRange { value: 4, batch, .. } if batch == batches - 1),
+            "{batches} batches: {err}"
+        );
+    }
+}
+
+#[test]
 fn errors_name_the_numbers_and_leave_the_cache_untouched() {
     let past = f32s(&[2, 4, 1], &[0.; 8]);
     let before = past.clone();

@@ -17,7 +17,7 @@ use crate::index::IndexElement;
 use crate::mem::parallel;
 use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
-use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1};
+use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -274,7 +274,7 @@ impl TensorScatter {
         past_cache: &TensorView<'_>,
         update: &TensorView<'_>,
         write_indices: Option<TensorView<'_>>,
-    ) -> Result<(Plan, Vec<usize>)> {
+    ) -> Result<(Plan, SmallDims)> {
         let dtype = past_cache.dtype();
         super::require_same_dtype(
             "update",
@@ -335,7 +335,7 @@ impl TensorScatter {
         update_shape: &[usize],
         dtype: DType,
         write_indices: Option<TypedView<'_, I>>,
-    ) -> Result<(Plan, Vec<usize>)> {
+    ) -> Result<(Plan, SmallDims)> {
         let plan = self.plan(
             past_shape,
             dtype,
@@ -431,14 +431,14 @@ impl TensorScatter {
         &self,
         write_indices: TypedView<'_, I>,
         plan: &Plan,
-    ) -> Result<Vec<usize>> {
+    ) -> Result<SmallDims> {
         let (max, seq) = (
             plan.max_sequence_length as i128,
             plan.sequence_length as i128,
         );
         let circular = self.mode == ScatterMode::Circular;
-        let mut positions = Vec::with_capacity(write_indices.len());
-        for (batch, &w) in write_indices.data().iter().enumerate() {
+        let mut positions = SmallDims::try_filled(0, write_indices.len())?;
+        for (batch, (position, &w)) in positions.iter_mut().zip(write_indices.data()).enumerate() {
             let v = w.to_i128();
             let ok = if circular {
                 v >= 0
@@ -456,11 +456,11 @@ impl TensorScatter {
                 });
             }
             // Circular with an empty cache has an empty update: nothing is written.
-            positions.push(if circular && max > 0 {
+            *position = if circular && max > 0 {
                 (v % max) as usize
             } else {
                 v as usize
-            });
+            };
         }
         Ok(positions)
     }
@@ -580,10 +580,9 @@ fn write_windows<W: Clone>(
 /// Position 0 for each of `batches`: the writes without write_indices.
 /// The count comes from the shapes alone (an empty cache may claim any
 /// number of batches), so memory refused is an error, not an abort.
-fn first_positions(batches: usize) -> Result<Vec<usize>> {
-    let mut positions = crate::shape::reserved(batches, DType::U64)?;
-    positions.resize(batches, 0);
-    Ok(positions)
+/// Inline up to 8 batches: a small call allocates only its output.
+fn first_positions(batches: usize) -> Result<SmallDims> {
+    SmallDims::try_filled(0, batches)
 }
 
 #[cfg(test)]
