@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, Positions, TupleRule};
+use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
 use crate::mem::parallel;
 use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
@@ -80,7 +80,8 @@ impl ScatterND {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<Tensor> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let (plan, offsets) = self.prepare(&data, indices, &updates)?;
+        let plan = self.checked_plan(&data, &indices, &updates)?;
+        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
         with_view!(data, t => self.execute(t, &offsets, updates.typed()?, plan.block).map(Tensor::from))
     }
 
@@ -128,7 +129,8 @@ impl ScatterND {
     ) -> Result<()> {
         let out = out.into();
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let (plan, offsets) = self.prepare(&data, indices, &updates)?;
+        let plan = self.checked_plan(&data, &indices, &updates)?;
+        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
         with_view!(data, t => {
             let updates = updates.typed()?;
             let out = super::typed_output("ScatterND", out, t.shape())?;
@@ -183,37 +185,38 @@ impl ScatterND {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<()> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let (plan, offsets) = self.prepare(&data.view(), indices, &updates)?;
+        let plan = self.checked_plan(&data.view(), &indices, &updates)?;
+        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
         with_view_mut!(data, t => {
             let updates = updates.typed()?;
             apply_in_place(self.reduction, t.into_data_mut(), &offsets, updates.data(), plan.block)
         })
     }
 
-    /// What both dynamic forms check before anything is written: the
-    /// updates' dtype, the shapes and profile (the plan), and every tuple,
-    /// resolved to its data offset.
-    fn prepare(
+    /// What the dynamic forms check before their tuples: the updates'
+    /// dtype, then the shapes and profile (the plan). Each form resolves
+    /// the tuples itself: passed back together, plan and offsets (both
+    /// with inline lists) were copied by `memcpy` on each move (callgrind,
+    /// a small call).
+    fn checked_plan(
         &self,
         data: &TensorView<'_>,
-        indices: TensorView<'_>,
+        indices: &TensorView<'_>,
         updates: &TensorView<'_>,
-    ) -> Result<(NdPlan, Positions)> {
+    ) -> Result<NdPlan> {
         super::require_same_dtype(
             "updates",
             updates.dtype(),
             data.dtype(),
             "ScatterND on {} data",
         )?;
-        let plan = self.plan(
+        self.plan(
             data.shape(),
             data.dtype(),
             indices.shape(),
             indices.dtype(),
             updates.shape(),
-        )?;
-        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
-        Ok((plan, offsets))
+        )
     }
 
     fn plan(
