@@ -495,10 +495,7 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
     if resolved.is_err() {
         for (t, tuple) in values.chunks_exact(k).enumerate() {
             if let Err(j) = tuple_offset(tuple, &slices) {
-                let v = tuple[j].to_i128();
-                return Err(
-                    component_rule(rule, j).out_of_range(v, unravel(t * k + j, indices.shape()))
-                );
+                return Err(bad_component(indices, rule, t, j));
             }
         }
     }
@@ -520,10 +517,7 @@ fn resolve_few_tuples<I: IndexElement>(
     for (t, (slot, tuple)) in inline.iter_mut().zip(tuples).enumerate() {
         // Tuples in order, components in order: the first bad component
         // met is the first in row-major order.
-        *slot = tuple_offset(tuple, &slices).map_err(|j| {
-            component_rule(rule, j)
-                .out_of_range(tuple[j].to_i128(), unravel(t * k + j, indices.shape()))
-        })?;
+        *slot = tuple_offset(tuple, &slices).map_err(|j| bad_component(indices, rule, t, j))?;
     }
     Ok(Positions::Inline {
         len,
@@ -531,13 +525,24 @@ fn resolve_few_tuples<I: IndexElement>(
     })
 }
 
-/// The rule of a tuple's `j`-th component.
-fn component_rule(rule: &TupleRule, j: usize) -> AxisRule {
-    AxisRule {
+/// The error for component `j` of tuple `t`, out of range for its axis:
+/// its value, its position in `indices`, and the axis it addresses.
+fn bad_component<I: IndexElement>(
+    indices: TypedView<'_, I>,
+    rule: &TupleRule,
+    t: usize,
+    j: usize,
+) -> Error {
+    let k = rule.dims.len();
+    let component = AxisRule {
         axis: rule.first_axis + j,
         size: rule.dims[j],
         negative_allowed: rule.negative_allowed,
-    }
+    };
+    component.out_of_range(
+        indices.data()[t * k + j].to_i128(),
+        unravel(t * k + j, indices.shape()),
+    )
 }
 
 /// The element offset of one tuple, or the position of its first component
