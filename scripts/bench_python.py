@@ -42,7 +42,13 @@ def print_cpu() -> None:
     except ImportError:
         return
     # What the library's `auto` strategies choose on this CPU (docs/performance.md).
-    print(gatherscatter.tuning_report(), flush=True)
+    report = gatherscatter.tuning_report()
+    print(report, flush=True)
+    if "| build debug" in report:
+        # `scripts/test_all.sh` installs a dev build; its times are 10-50x
+        # an optimised build's and would be published as the library's.
+        sys.exit("gatherscatter here is a debug build, not for timing: install the release "
+                 "wheel first (maturin build --release -m crates/gatherscatter-py/Cargo.toml)")
 
 
 BAR = 1.5

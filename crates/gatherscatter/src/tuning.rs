@@ -59,6 +59,10 @@ pub struct Report {
     pub in_force: Tuning,
     /// Whether the CPU has AVX2.
     pub avx2: bool,
+    /// Whether this library was compiled with debug assertions (cargo's
+    /// dev profile, or `maturin develop` without `--release`): its times
+    /// are then an unoptimised build's, 10-50x slower, not the library's.
+    pub debug_build: bool,
     /// The last-level cache the thresholds scale with, in bytes.
     pub last_level_cache_bytes: usize,
     /// Outputs from this size on take streaming stores.
@@ -112,6 +116,7 @@ pub fn report() -> Report {
     Report {
         in_force: in_force(),
         avx2: cpu::avx2_available(),
+        debug_build: cfg!(debug_assertions),
         last_level_cache_bytes: cpu::last_level_cache_bytes(),
         streaming_min_bytes: stream::streaming_min_bytes(),
         source_order_min_source_bytes: source_order_min_source_bytes(),
@@ -126,16 +131,22 @@ pub fn report() -> Report {
 }
 
 impl fmt::Display for Report {
-    /// One line: `tuning stores=auto,... | LLC 32 MiB, streaming from 8 MiB,
-    /// source order from 48 MiB | word gather 4 B by i64 vector (scalar
-    /// 20.3 us, vector 9.1 us) ...`.
+    /// One line: `tuning stores=auto,... | AVX2 yes | build release |
+    /// last-level cache 32 MiB: streaming stores from 8 MiB, source order
+    /// from 48 MiB | word gather 4 B by i64 vector (scalar 20.3 us, vector
+    /// 9.1 us) ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
         write!(
             f,
-            "tuning {} | AVX2 {} | last-level cache {:.0} MiB: streaming stores from {:.0} MiB, source order from {:.0} MiB | word gather",
+            "tuning {} | AVX2 {} | build {} | last-level cache {:.0} MiB: streaming stores from {:.0} MiB, source order from {:.0} MiB | word gather",
             self.in_force,
             if self.avx2 { "yes" } else { "no" },
+            if self.debug_build {
+                "debug (unoptimised: not for timing)"
+            } else {
+                "release"
+            },
             mib(self.last_level_cache_bytes),
             mib(self.streaming_min_bytes),
             mib(self.source_order_min_source_bytes),
@@ -179,6 +190,12 @@ mod tests {
         let line = report.to_string();
         assert!(line.starts_with("tuning stores=cached,"), "{line}");
         assert!(line.contains("word gather"), "{line}");
+        // The tests run a dev build; a benchmark script refuses one.
+        assert_eq!(
+            line.contains("| build debug (unoptimised"),
+            cfg!(debug_assertions),
+            "{line}"
+        );
         if report.avx2 && !cfg!(miri) {
             assert_eq!(report.word_gather.len(), 6, "{line}");
             assert!(
