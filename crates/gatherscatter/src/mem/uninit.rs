@@ -101,11 +101,12 @@ fn gather_groups<W: Clone, O: Slot<W>, const L: usize>(
     src: &[W],
     at: &[usize],
 ) -> usize {
+    let groups = slots.len().min(at.len()) / L;
     for (group, at) in slots.chunks_exact_mut(L).zip(at.chunks_exact(L)) {
         let words: [W; L] = std::array::from_fn(|k| src[at[k]].clone());
         O::copy_block::<L>(group, &words);
     }
-    slots.len() / L * L
+    groups * L
 }
 
 /// The whole groups of eight of [`Slot::gather_each`] for 1-byte words
