@@ -60,8 +60,10 @@ pub struct Report {
     /// Whether the CPU has AVX2.
     pub avx2: bool,
     /// Whether this library was compiled with debug assertions (cargo's
-    /// dev profile, or `maturin develop` without `--release`): its times
-    /// are then an unoptimised build's, 10-50x slower, not the library's.
+    /// dev profile, the workspace's `pytest` profile that
+    /// `scripts/test_all.sh` builds, or `maturin develop` without
+    /// `--release`): its times are then an unoptimised build's, 10-50x
+    /// slower, not the library's.
     pub debug_build: bool,
     /// The last-level cache the thresholds scale with, in bytes.
     pub last_level_cache_bytes: usize,
