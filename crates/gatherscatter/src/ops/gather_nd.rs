@@ -14,7 +14,7 @@ use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
-use crate::shape::{checked_product, join_parts, require_rank_at_least_1, strides, SmallDims};
+use crate::shape::{checked_product, join_parts, require_rank_at_least_1, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -46,8 +46,8 @@ pub struct GatherND {
     pub profile: Profile,
 }
 
-struct NdPlan {
-    rule: TupleRule,
+struct NdPlan<'s> {
+    rule: TupleRule<'s>,
     batches: usize,
     /// Elements of data per batch.
     slab: usize,
@@ -164,13 +164,13 @@ impl GatherND {
             .into_vec())
     }
 
-    fn plan(
+    fn plan<'s>(
         &self,
-        data_shape: &[usize],
+        data_shape: &'s [usize],
         data_dtype: DType,
         indices_shape: &[usize],
         index_dtype: DType,
-    ) -> Result<NdPlan> {
+    ) -> Result<NdPlan<'s>> {
         let r = data_shape.len();
         require_rank_at_least_1("data", r)?;
         require_rank_at_least_1("indices", indices_shape.len())?;
@@ -198,7 +198,6 @@ impl GatherND {
             what: "GatherND output",
             shape: output_shape.to_vec(),
         })?;
-        let data_strides = strides(data_shape);
         let nonempty = |dims: &[usize]| {
             if output_len == 0 {
                 0
@@ -208,8 +207,8 @@ impl GatherND {
         };
         Ok(NdPlan {
             rule: TupleRule {
-                dims: SmallDims::from_slice(&data_shape[b..b + k]),
-                strides: SmallDims::from_slice(&data_strides[b..b + k]),
+                dims: &data_shape[b..b + k],
+                block: checked_product(&data_shape[b + k..]).unwrap_or(0),
                 first_axis: b,
                 negative_allowed: true,
             },

@@ -15,7 +15,7 @@ use crate::mem::parallel;
 use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
 use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
-use crate::shape::{checked_product, require_rank_at_least_1, strides, SmallDims};
+use crate::shape::{checked_product, require_rank_at_least_1};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, with_view_mut, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -49,8 +49,8 @@ pub struct ScatterND {
     pub profile: Profile,
 }
 
-struct NdPlan {
-    rule: TupleRule,
+struct NdPlan<'s> {
+    rule: TupleRule<'s>,
     block: usize,
 }
 
@@ -80,7 +80,7 @@ impl ScatterND {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<Tensor> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let plan = self.checked_plan(&data, &indices, &updates)?;
+        let plan = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
         let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
         with_view!(data, t => self.execute(t, &offsets, updates.typed()?, plan.block).map(Tensor::from))
     }
@@ -129,7 +129,7 @@ impl ScatterND {
     ) -> Result<()> {
         let out = out.into();
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let plan = self.checked_plan(&data, &indices, &updates)?;
+        let plan = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
         let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
         with_view!(data, t => {
             let updates = updates.typed()?;
@@ -185,7 +185,7 @@ impl ScatterND {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<()> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let plan = self.checked_plan(&data.view(), &indices, &updates)?;
+        let plan = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
         let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
         with_view_mut!(data, t => {
             let updates = updates.typed()?;
@@ -198,35 +198,36 @@ impl ScatterND {
     /// the tuples itself: passed back together, plan and offsets (both
     /// with inline lists) were copied by `memcpy` on each move (callgrind,
     /// a small call).
-    fn checked_plan(
+    fn checked_plan<'s>(
         &self,
-        data: &TensorView<'_>,
+        data_shape: &'s [usize],
+        data_dtype: DType,
         indices: &TensorView<'_>,
         updates: &TensorView<'_>,
-    ) -> Result<NdPlan> {
+    ) -> Result<NdPlan<'s>> {
         super::require_same_dtype(
             "updates",
             updates.dtype(),
-            data.dtype(),
+            data_dtype,
             "ScatterND on {} data",
         )?;
         self.plan(
-            data.shape(),
-            data.dtype(),
+            data_shape,
+            data_dtype,
             indices.shape(),
             indices.dtype(),
             updates.shape(),
         )
     }
 
-    fn plan(
+    fn plan<'s>(
         &self,
-        data_shape: &[usize],
+        data_shape: &'s [usize],
         data_dtype: DType,
         indices_shape: &[usize],
         index_dtype: DType,
         updates_shape: &[usize],
-    ) -> Result<NdPlan> {
+    ) -> Result<NdPlan<'s>> {
         let r = data_shape.len();
         require_rank_at_least_1("data", r)?;
         require_rank_at_least_1("indices", indices_shape.len())?;
@@ -250,14 +251,15 @@ impl ScatterND {
                 "updates shape {updates_shape_dims} must be indices.shape[:-1] + data.shape[{k}:] = {expected_dims}", updates_shape_dims = Dims(updates_shape), expected_dims = Dims(&expected)
 )));
         }
+        let block = checked_product(&data_shape[k..]).unwrap_or(0);
         Ok(NdPlan {
             rule: TupleRule {
-                dims: SmallDims::from_slice(&data_shape[..k]),
-                strides: SmallDims::from_slice(&strides(data_shape)[..k]),
+                dims: &data_shape[..k],
+                block,
                 first_axis: 0,
                 negative_allowed: true,
             },
-            block: checked_product(&data_shape[k..]).unwrap_or(0),
+            block,
         })
     }
 
