@@ -9,7 +9,7 @@ use std::fmt;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
-use crate::shape::{strides, unravel, RowBases};
+use crate::shape::{same_dims, strides, unravel, RowBases};
 use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
 
@@ -205,7 +205,7 @@ pub(crate) fn matching_last_axis_rows(
 ) -> Option<(usize, usize)> {
     let last = indices_shape.len().checked_sub(1)?;
     let (data_row, row_len) = (*data_shape.get(last)?, indices_shape[last]);
-    let matching = rule.axis == last && indices_shape[..last] == data_shape[..last];
+    let matching = rule.axis == last && same_dims(&indices_shape[..last], &data_shape[..last]);
     (matching && data_row == rule.size && data_row > 0 && row_len > 0)
         .then_some((data_row, row_len))
 }
@@ -225,7 +225,7 @@ pub(crate) fn try_for_each_target<X: KernelIndex>(
 ) -> std::result::Result<(), usize> {
     let last = indices_shape.len() - 1;
     let row_len = indices_shape[last];
-    if rule.axis == last && indices_shape[..last] == data_shape[..last] {
+    if rule.axis == last && same_dims(&indices_shape[..last], &data_shape[..last]) {
         // Along the last axis with indices matching data on every other dim
         // (`take_along_axis(a, i, -1)`), index row `r` reads data row `r`:
         // its base is a product, where the leading dims' walk cost more than

@@ -18,7 +18,7 @@ use crate::index::{resolve_along_axis, with_index_view, AxisRule, IndexElement, 
 use crate::ops::{alloc_output, check_fill, require_same_dtype, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel, Overwrite, Reduction};
-use crate::shape::{checked_product, SmallDims};
+use crate::shape::{checked_product, same_dims, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView, TensorViewMut};
 
@@ -356,7 +356,7 @@ impl EmbeddingBag {
             dtype,
             "EmbeddingBag on {} weight",
         )?;
-        if psw.shape() != indices_shape {
+        if !same_dims(psw.shape(), indices_shape) {
             return Err(Error::shape(format!(
                 "per_sample_weights has shape {}, but indices has shape {}; they must be equal",
                 crate::Dims(psw.shape()),

@@ -25,7 +25,7 @@ use crate::ops::check_indices_shape;
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
-use crate::shape::{normalize_axis, require_rank_at_least_1};
+use crate::shape::{normalize_axis, require_rank_at_least_1, same_dims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
@@ -340,7 +340,7 @@ impl ScatterElements {
             ));
         }
         check_indices_shape(data_shape, indices_shape, axis, false)?;
-        if updates_shape != indices_shape {
+        if !same_dims(updates_shape, indices_shape) {
             return Err(Error::shape(format!(
                 "updates shape {updates_shape_dims} differs from indices shape {indices_shape_dims}; they must be equal", updates_shape_dims = Dims(updates_shape), indices_shape_dims = Dims(indices_shape)
 )));

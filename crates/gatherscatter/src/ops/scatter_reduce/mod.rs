@@ -22,7 +22,7 @@ use crate::index::{
 use crate::ops::{alloc_output, check_indices_shape, copy_of, require_same_dtype, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel};
-use crate::shape::{normalize_axis, require_rank_at_least_1};
+use crate::shape::{normalize_axis, require_rank_at_least_1, same_dims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView, TensorViewMut};
 
@@ -249,7 +249,7 @@ impl ScatterReduce {
         let axis = normalize_axis(self.axis, data_shape.len(), "data")?;
         self.reduce.check_dtype(data_dtype)?;
         check_indices_shape(data_shape, indices_shape, axis, false)?;
-        if updates_shape != indices_shape {
+        if !same_dims(updates_shape, indices_shape) {
             return Err(Error::shape(format!(
                 "updates shape {} differs from indices shape {}; they must be equal",
                 Dims(updates_shape),
