@@ -210,6 +210,22 @@ pub(crate) fn matching_last_axis_rows(
         .then_some((data_row, row_len))
 }
 
+/// The flat position of the first of `indices` that names no position in
+/// a row of `size` (shifted by `negative_shift`), for the small last-axis
+/// walks, which check each index by its row's bounds and on a miss look
+/// for it again rather than keep its position in the loop.
+#[cold]
+pub(crate) fn first_beyond<X: KernelIndex>(
+    indices: &[X],
+    negative_shift: i64,
+    size: usize,
+) -> usize {
+    indices
+        .iter()
+        .position(|v| position_shifted(v.wide(), negative_shift) >= size)
+        .unwrap_or(indices.len())
+}
+
 /// The small-call walk of the elements ops: `f(k, target)` for each index
 /// in row-major order, `k` its flat position and `target` the flat position
 /// in data (or a scatter's output) of the element it names; `Err(k)` at the
@@ -788,5 +804,20 @@ mod tests {
         let r = rule(0, true);
         assert_eq!(r.resolve(0), None);
         assert_eq!(r.resolve(-1), None);
+    }
+
+    #[test]
+    fn the_small_walks_find_their_first_bad_index_again_by_position() {
+        let row = [0i64, -4, 3, -5, 4, 9];
+        // Negatives shifted by the size 4: -5 is the first out of range.
+        assert_eq!(super::first_beyond(&row, 4, 4), 3);
+        // Negatives refused (no shift): -4 is.
+        assert_eq!(super::first_beyond(&row, 0, 4), 1);
+        assert_eq!(
+            super::first_beyond(&[2u16, 7, 1], 0, 8),
+            3,
+            "none: the length"
+        );
+        assert_eq!(super::first_beyond(&[2i32, 8], 8, 8), 1);
     }
 }

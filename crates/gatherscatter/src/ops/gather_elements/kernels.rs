@@ -4,7 +4,7 @@
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::index::{
-    first_bad_index, matching_last_axis_rows, position_shifted, takes_small_path,
+    first_bad_index, first_beyond, matching_last_axis_rows, position_shifted, takes_small_path,
     try_for_each_target, AxisRule, InPlace, IndexElement, IndexSource, KernelIndex, ReadIndices,
     WideIndices,
 };
@@ -118,12 +118,14 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
             };
             let shift = rule.negative_shift();
             let rows = out.chunks_exact_mut(row_len).zip(idx.chunks_exact(row_len));
-            for (r, ((out_row, idx_row), data_row)) in
-                rows.zip(data.chunks_exact(data_row)).enumerate()
-            {
-                for (k, (slot, &v)) in out_row.iter_mut().zip(idx_row).enumerate() {
-                    let value = data_row.get(position_shifted(v.wide(), shift));
-                    slot.put(value.ok_or(r * row_len + k)?.clone());
+            for ((out_row, idx_row), data_row) in rows.zip(data.chunks_exact(data_row)) {
+                for (slot, &v) in out_row.iter_mut().zip(idx_row) {
+                    match data_row.get(position_shifted(v.wide(), shift)) {
+                        Some(value) => slot.put(value.clone()),
+                        // Found again by position: a count kept beside the
+                        // loop's pointers spilled one of them to the stack.
+                        None => return Err(first_beyond(idx, shift, data_row.len())),
+                    }
                 }
             }
             Ok(())

@@ -12,8 +12,8 @@ use std::ops::Range;
 use super::columns::{scatter_by_columns, ColumnTask};
 use super::split::scatter_split;
 use crate::index::{
-    matching_last_axis_rows, position_shifted, takes_small_path, try_for_each_target, AxisRule,
-    KernelIndex,
+    first_beyond, matching_last_axis_rows, position_shifted, takes_small_path, try_for_each_target,
+    AxisRule, KernelIndex,
 };
 use crate::mem::cpu;
 use crate::mem::parallel;
@@ -69,12 +69,13 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: Kern
         let rows = out
             .chunks_exact_mut(data_row)
             .zip(indices.chunks_exact(row_len));
-        for (r, ((out_row, idx_row), upd_row)) in
-            rows.zip(updates.chunks_exact(row_len)).enumerate()
-        {
-            for (k, (&v, u)) in idx_row.iter().zip(upd_row).enumerate() {
-                let target = out_row.get_mut(position_shifted(v.wide(), shift));
-                C::combine(target.ok_or(r * row_len + k)?, u);
+        for ((out_row, idx_row), upd_row) in rows.zip(updates.chunks_exact(row_len)) {
+            for (&v, u) in idx_row.iter().zip(upd_row) {
+                match out_row.get_mut(position_shifted(v.wide(), shift)) {
+                    Some(target) => C::combine(target, u),
+                    // Found again by position, as GatherElements' small walk.
+                    None => return Err(first_beyond(indices, shift, data_row)),
+                }
             }
         }
         return Ok(());

@@ -20,8 +20,8 @@ use std::ops::Range;
 
 use crate::dtype::DType;
 use crate::index::{
-    matching_last_axis_rows, position_shifted, takes_small_path, try_for_each_target, AxisRule,
-    SMALL_INDICES,
+    first_beyond, matching_last_axis_rows, position_shifted, takes_small_path, try_for_each_target,
+    AxisRule, SMALL_INDICES,
 };
 use crate::mem::parallel;
 use crate::mem::prefetch::{
@@ -291,11 +291,12 @@ fn run_small<T: Clone, C: Combine<T>, Y: Cell>(
         let sources = indices
             .chunks_exact(row_len)
             .zip(updates.chunks_exact(row_len));
-        for (r, ((out_row, cell_row), (idx_row, upd_row))) in targets.zip(sources).enumerate() {
-            for (k, (&v, u)) in idx_row.iter().zip(upd_row).enumerate() {
+        for ((out_row, cell_row), (idx_row, upd_row)) in targets.zip(sources) {
+            for (&v, u) in idx_row.iter().zip(upd_row) {
                 let at = position_shifted(v, shift);
                 let (Some(value), Some(cell)) = (out_row.get_mut(at), cell_row.get_mut(at)) else {
-                    return Err(r * row_len + k);
+                    // Found again by position, as GatherElements' small walk.
+                    return Err(first_beyond(indices, shift, data_row));
                 };
                 let spilled = cell.apply::<T, C>(value, u);
                 debug_assert!(!spilled, "a cell counts past {SMALL_INDICES} updates");
