@@ -49,11 +49,6 @@ pub struct ScatterND {
     pub profile: Profile,
 }
 
-struct NdPlan<'s> {
-    rule: TupleRule<'s>,
-    block: usize,
-}
-
 impl ScatterND {
     /// ScatterND with reduction `none`, permissive profile.
     pub fn new() -> ScatterND {
@@ -80,9 +75,9 @@ impl ScatterND {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<Tensor> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let plan = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
-        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
-        with_view!(data, t => self.execute(t, &offsets, updates.typed()?, plan.block).map(Tensor::from))
+        let rule = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
+        let offsets = resolve_tensor_tuples(indices, &rule, "ScatterND")?;
+        with_view!(data, t => self.execute(t, &offsets, updates.typed()?, rule.block).map(Tensor::from))
     }
 
     /// Run on typed views.
@@ -92,15 +87,15 @@ impl ScatterND {
         indices: TypedView<'_, I>,
         updates: TypedView<'_, T>,
     ) -> Result<TypedTensor<T>> {
-        let plan = self.plan(
+        let rule = self.plan(
             data.shape(),
             T::DTYPE,
             indices.shape(),
             I::DTYPE,
             updates.shape(),
         )?;
-        let offsets = resolve_tuples(indices, &plan.rule)?;
-        self.execute(data, &offsets, updates, plan.block)
+        let offsets = resolve_tuples(indices, &rule)?;
+        self.execute(data, &offsets, updates, rule.block)
     }
 
     /// Like [`ScatterND::run`], but writes into `out`, a caller's buffer of
@@ -129,12 +124,12 @@ impl ScatterND {
     ) -> Result<()> {
         let out = out.into();
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let plan = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
-        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
+        let rule = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
+        let offsets = resolve_tensor_tuples(indices, &rule, "ScatterND")?;
         with_view!(data, t => {
             let updates = updates.typed()?;
             let out = super::typed_output("ScatterND", out, t.shape())?;
-            self.fill(t, &offsets, updates, plan.block, out)
+            self.fill(t, &offsets, updates, rule.block, out)
         })
     }
 
@@ -147,7 +142,7 @@ impl ScatterND {
         out: impl Into<TypedViewMut<'o, T>>,
     ) -> Result<()> {
         let mut out = out.into();
-        let plan = self.plan(
+        let rule = self.plan(
             data.shape(),
             T::DTYPE,
             indices.shape(),
@@ -155,8 +150,8 @@ impl ScatterND {
             updates.shape(),
         )?;
         super::check_output_shape("ScatterND", out.shape(), data.shape())?;
-        let offsets = resolve_tuples(indices, &plan.rule)?;
-        self.fill(data, &offsets, updates, plan.block, out.data_mut())
+        let offsets = resolve_tuples(indices, &rule)?;
+        self.fill(data, &offsets, updates, rule.block, out.data_mut())
     }
 
     /// Apply the updates to `data` where it is, as numpy's `np.add.at` does:
@@ -185,11 +180,11 @@ impl ScatterND {
         updates: impl Into<TensorView<'u>>,
     ) -> Result<()> {
         let (data, indices, updates) = (data.into(), indices.into(), updates.into());
-        let plan = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
-        let offsets = resolve_tensor_tuples(indices, &plan.rule, "ScatterND")?;
+        let rule = self.checked_plan(data.shape(), data.dtype(), &indices, &updates)?;
+        let offsets = resolve_tensor_tuples(indices, &rule, "ScatterND")?;
         with_view_mut!(data, t => {
             let updates = updates.typed()?;
-            apply_in_place(self.reduction, t.into_data_mut(), &offsets, updates.data(), plan.block)
+            apply_in_place(self.reduction, t.into_data_mut(), &offsets, updates.data(), rule.block)
         })
     }
 
@@ -204,7 +199,7 @@ impl ScatterND {
         data_dtype: DType,
         indices: &TensorView<'_>,
         updates: &TensorView<'_>,
-    ) -> Result<NdPlan<'s>> {
+    ) -> Result<TupleRule<'s>> {
         super::require_same_dtype(
             "updates",
             updates.dtype(),
@@ -220,6 +215,8 @@ impl ScatterND {
         )
     }
 
+    /// The shape and profile rules; the plan is the tuple rule itself, its
+    /// `block` the elements of each updated slice.
     fn plan<'s>(
         &self,
         data_shape: &'s [usize],
@@ -227,7 +224,7 @@ impl ScatterND {
         indices_shape: &[usize],
         index_dtype: DType,
         updates_shape: &[usize],
-    ) -> Result<NdPlan<'s>> {
+    ) -> Result<TupleRule<'s>> {
         let r = data_shape.len();
         require_rank_at_least_1("data", r)?;
         require_rank_at_least_1("indices", indices_shape.len())?;
@@ -256,15 +253,11 @@ impl ScatterND {
                 "updates shape {updates_shape_dims} must be indices.shape[:-1] + data.shape[{k}:] = {expected_dims}", updates_shape_dims = Dims(updates_shape), expected_dims = Dims(&expected)
 )));
         }
-        let block = checked_product(&data_shape[k..]).unwrap_or(0);
-        Ok(NdPlan {
-            rule: TupleRule {
-                dims: &data_shape[..k],
-                block,
-                first_axis: 0,
-                negative_allowed: true,
-            },
-            block,
+        Ok(TupleRule {
+            dims: &data_shape[..k],
+            block: checked_product(&data_shape[k..]).unwrap_or(0),
+            first_axis: 0,
+            negative_allowed: true,
         })
     }
 
