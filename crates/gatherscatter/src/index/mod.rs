@@ -376,23 +376,31 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
 ) -> Result<Positions> {
     let values = indices.data();
     let bad = |flat: usize, v: I| rule.out_of_range(v.to_i128(), unravel(flat, indices.shape()));
-    if values.len() <= Positions::INLINE {
+    // `position`'s i64 arithmetic holds for axes up to i64::MAX; only an
+    // empty tensor has a longer one, resolved exactly in i128.
+    let exact = rule.size > i64::MAX as usize;
+    if values.len() <= Positions::INLINE || exact {
         let mut inline = [0; Positions::INLINE];
-        for (flat, (slot, &v)) in inline.iter_mut().zip(values).enumerate() {
+        let mut resolved = Vec::new();
+        let slots = match values.len() <= Positions::INLINE {
+            true => &mut inline[..values.len()],
+            false => {
+                resolved = try_zeroed_positions(values.len())?;
+                &mut resolved[..]
+            }
+        };
+        for (flat, (slot, &v)) in slots.iter_mut().zip(values).enumerate() {
             *slot = rule.resolve(v.to_i128()).ok_or_else(|| bad(flat, v))?;
         }
-        return Ok(Positions::Inline {
-            len: values.len(),
-            values: inline,
+        return Ok(match values.len() <= Positions::INLINE {
+            true => Positions::Inline {
+                len: values.len(),
+                values: inline,
+            },
+            false => Positions::Heap(resolved),
         });
     }
-    let mut resolved = Vec::new();
-    resolved
-        .try_reserve_exact(values.len())
-        .map_err(|_| Error::Allocation {
-            elements: values.len(),
-            dtype: DType::U64,
-        })?;
+    let mut resolved = try_reserved_positions(values.len())?;
     // Two branch-free passes the compiler vectorizes, where checking each
     // value as it was pushed did not vectorize (W1 on two threads: 3.0% of
     // the call's profile samples before, 0.8% after). Only when some value is
@@ -405,6 +413,25 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
         }
     }
     Ok(Positions::Heap(resolved))
+}
+
+/// An empty list with room for `len` positions, or the allocation error.
+fn try_reserved_positions(len: usize) -> Result<Vec<usize>> {
+    let mut positions = Vec::new();
+    positions
+        .try_reserve_exact(len)
+        .map_err(|_| Error::Allocation {
+            elements: len,
+            dtype: DType::U64,
+        })?;
+    Ok(positions)
+}
+
+/// `len` zero positions, or the allocation error.
+fn try_zeroed_positions(len: usize) -> Result<Vec<usize>> {
+    let mut positions = try_reserved_positions(len)?;
+    positions.resize(len, 0);
+    Ok(positions)
 }
 
 /// Positions resolved along an axis by [`resolve_along_axis`], or tuple
@@ -750,6 +777,29 @@ mod tests {
                 }
                 other => panic!("{other:?}"),
             }
+        }
+    }
+
+    /// An axis past i64::MAX (an empty tensor's) resolves exactly at both
+    /// storage kinds: -1 is its last position, and i64::MIN, below it as
+    /// a usize once negatives are refused, is out of range.
+    #[test]
+    fn axes_past_i64_resolve_exactly_inline_and_on_the_heap() {
+        let size = (1usize << 63) + 5;
+        for count in [4, Positions::INLINE + 4] {
+            let mut values = vec![0i64; count];
+            values[count - 1] = -1;
+            let flat = [count];
+            let view = TypedView::new(&flat, &values).unwrap();
+            let resolved = resolve_along_axis(view, rule(size, true)).unwrap();
+            assert_eq!(resolved[count - 1], size - 1, "{count} indices");
+            values[count - 1] = i64::MIN;
+            let view = TypedView::new(&flat, &values).unwrap();
+            let err = resolve_along_axis(view, rule(size, false)).unwrap_err();
+            assert!(
+                matches!(err, Error::IndexOutOfRange { value, .. } if value == i64::MIN as i128),
+                "{count} indices: {err:?}"
+            );
         }
     }
 
