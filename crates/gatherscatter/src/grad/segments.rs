@@ -44,13 +44,13 @@ impl SegmentCsr {
         grad_out: impl Into<TensorView<'g>>,
     ) -> Result<Tensor> {
         let (src, indptr) = (src.into(), indptr.into());
-        let (bounds, axis) = self.plan(src, indptr)?;
+        let bounds = self.plan(src, indptr)?;
         let forward = || self.run(src, indptr);
         segment_grad(
             "SegmentCsr",
             self.reduce(),
             src,
-            (&bounds, axis),
+            &bounds,
             grad_out.into(),
             forward,
         )
@@ -79,13 +79,13 @@ impl SegmentCoo {
         grad_out: impl Into<TensorView<'g>>,
     ) -> Result<Tensor> {
         let (src, index) = (src.into(), index.into());
-        let (bounds, axis) = self.plan(src, index)?;
+        let bounds = self.plan(src, index)?;
         let forward = || self.run(src, index);
         segment_grad(
             "SegmentCoo",
             self.reduce(),
             src,
-            (&bounds, axis),
+            &bounds,
             grad_out.into(),
             forward,
         )
@@ -98,11 +98,12 @@ fn segment_grad(
     op: &str,
     reduce: Aggregate,
     src: TensorView<'_>,
-    (bounds, axis): (&Bounds, usize),
+    bounds: &Bounds,
     grad_out: TensorView<'_>,
     forward: impl FnOnce() -> Result<Tensor>,
 ) -> Result<Tensor> {
     require_differentiable("src", src.dtype(), op)?;
+    let axis = bounds.axis;
     let (shape, _) = out_shape(src.shape(), axis, bounds.segments)?;
     expect_grad_shape(&grad_out, &shape, op)?;
     require_same_dtype(

@@ -19,8 +19,20 @@ pub(crate) struct Layout {
 /// length in elements for `out_len` output elements.
 fn chunk_len(layout: Layout, out_len: usize, bytes: usize) -> usize {
     let out_rows = out_len.checked_div(layout.inner).unwrap_or(0);
-    let tasks = parallel::tasks(bytes, out_rows.max(1));
-    out_rows.div_ceil(tasks).max(1) * layout.inner
+    match parallel::tasks(bytes, out_rows.max(1)) {
+        // One task takes it all (no division on a small call).
+        1 => out_len,
+        tasks => out_rows.div_ceil(tasks).max(1) * layout.inner,
+    }
+}
+
+/// The first output row of task `task`'s chunk (0 without a division for
+/// the first task, which is every small call's only one).
+fn first_row_of(task: usize, chunk: usize, inner: usize) -> usize {
+    match task {
+        0 => 0,
+        _ => task * chunk / inner,
+    }
 }
 
 /// The `src` rows of output rows `g, g + 1, …` (slab `g / segments`):
@@ -41,13 +53,16 @@ struct SegmentsFrom<'s, T> {
 impl<'s, T> SegmentsFrom<'s, T> {
     fn new(src: &'s [T], layout: Layout, bounds: &'s Bounds, g: usize) -> Self {
         let per_slab = bounds.segments.max(1);
-        let slab = g / per_slab;
+        let (slab, s) = match g {
+            0 => (0, 0),
+            _ => (g / per_slab, g % per_slab),
+        };
         SegmentsFrom {
             src,
             layout,
             bounds,
             slab,
-            s: g % per_slab,
+            s,
             b: bounds.of_slab(slab),
         }
     }
@@ -88,7 +103,7 @@ pub(crate) fn reduce<T: Clone + Send + Sync, C: Combine<T>>(
     let chunk = chunk_len(layout, out.len(), bytes);
     let inner = layout.inner;
     parallel::for_each_chunk(out, chunk, |task, part| {
-        let first_row = task * chunk / inner;
+        let first_row = first_row_of(task, chunk, inner);
         let segments = SegmentsFrom::new(src, layout, bounds, first_row);
         for (acc, (_, rows, count)) in part.chunks_exact_mut(inner).zip(segments) {
             if count == 0 {
@@ -181,7 +196,7 @@ pub(crate) fn arg<T: Element>(
     let inner = layout.inner;
     let none = layout.rows as i64;
     parallel::for_each_chunk(arg, chunk, |task, part| {
-        let first_row = task * chunk / inner;
+        let first_row = first_row_of(task, chunk, inner);
         let segments = SegmentsFrom::new(src, layout, bounds, first_row);
         for (k, (found, (first, rows, _))) in part.chunks_exact_mut(inner).zip(segments).enumerate()
         {

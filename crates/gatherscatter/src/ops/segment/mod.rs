@@ -64,18 +64,17 @@ impl Segmented {
             .map(|d| &d[0])
     }
 
-    /// Reduce `src` in the segments `bounds` gives along `axis` into `out`
+    /// Reduce `src` in the segments `bounds` gives along its axis into `out`
     /// (of the output's length).
     fn fill_out<T: Element>(
         &self,
         src: TypedView<'_, T>,
         bounds: &Bounds,
-        axis: usize,
         out: &mut [T],
     ) -> Result<()> {
         let kernel = Fold {
             src: src.data(),
-            layout: layout(src.shape(), axis),
+            layout: layout(src.shape(), bounds.axis),
             bounds,
             fill: self.fill_of::<T>(),
             out,
@@ -88,7 +87,6 @@ impl Segmented {
         &self,
         src: TypedView<'_, T>,
         bounds: &Bounds,
-        axis: usize,
     ) -> Result<(TypedTensor<T>, TypedTensor<i64>)> {
         if !matches!(self.reduce, Aggregate::Amax | Aggregate::Amin) {
             return Err(Error::BadReduction {
@@ -98,13 +96,13 @@ impl Segmented {
                 ),
             });
         }
-        let (shape, len) = out_shape(src.shape(), axis, bounds.segments)?;
+        let (shape, len) = out_shape(src.shape(), bounds.axis, bounds.segments)?;
         let mut values = alloc_output::<T>(len)?;
-        self.fill_out(src, bounds, axis, &mut values)?;
+        self.fill_out(src, bounds, &mut values)?;
         let mut arg = alloc_output::<i64>(len)?;
         kernel::arg(
             src.data(),
-            layout(src.shape(), axis),
+            layout(src.shape(), bounds.axis),
             bounds,
             &values,
             &mut arg,
@@ -116,15 +114,10 @@ impl Segmented {
     }
 
     /// A new output of `src`'s dtype.
-    fn run<T: Element>(
-        &self,
-        src: TypedView<'_, T>,
-        bounds: &Bounds,
-        axis: usize,
-    ) -> Result<TypedTensor<T>> {
-        let (shape, len) = out_shape(src.shape(), axis, bounds.segments)?;
+    fn run<T: Element>(&self, src: TypedView<'_, T>, bounds: &Bounds) -> Result<TypedTensor<T>> {
+        let (shape, len) = out_shape(src.shape(), bounds.axis, bounds.segments)?;
         let mut out = alloc_output(len)?;
-        self.fill_out(src, bounds, axis, &mut out)?;
+        self.fill_out(src, bounds, &mut out)?;
         Ok(TypedTensor::from_parts_unchecked(shape, out))
     }
 }
@@ -267,12 +260,12 @@ macro_rules! segment_builder {
             }
 
             /// Every rule of a call, without its work: the checked
-            /// boundaries and the segment axis.
+            /// boundaries, which carry the segment axis.
             pub(crate) fn plan(
                 &self,
                 src: TensorView<'_>,
                 boundaries: TensorView<'_>,
-            ) -> Result<(Bounds, usize)> {
+            ) -> Result<Bounds> {
                 self.segmented.check(stringify!($op), src.dtype())?;
                 with_index_view!(boundaries, stringify!($op), $boundaries, b => {
                     self.bounds(src.shape(), b)
@@ -289,8 +282,8 @@ macro_rules! segment_builder {
                 self.segmented.check(stringify!($op), src.dtype())?;
                 with_index_view!(boundaries, stringify!($op), $boundaries, b => {
                     with_view!(src, t => {
-                        let (bounds, axis) = self.bounds(t.shape(), b)?;
-                        self.segmented.run(t, &bounds, axis).map(Tensor::from)
+                        let bounds = self.bounds(t.shape(), b)?;
+                        self.segmented.run(t, &bounds).map(Tensor::from)
                     })
                 })
             }
@@ -302,8 +295,8 @@ macro_rules! segment_builder {
                 boundaries: TypedView<'_, I>,
             ) -> Result<TypedTensor<T>> {
                 self.segmented.check(stringify!($op), T::DTYPE)?;
-                let (bounds, axis) = self.bounds(src.shape(), boundaries)?;
-                self.segmented.run(src, &bounds, axis)
+                let bounds = self.bounds(src.shape(), boundaries)?;
+                self.segmented.run(src, &bounds)
             }
 
             /// Like `run`, but writes into `out`, a caller's buffer of
@@ -319,10 +312,10 @@ macro_rules! segment_builder {
                 self.segmented.check(stringify!($op), src.dtype())?;
                 with_index_view!(boundaries, stringify!($op), $boundaries, b => {
                     with_view!(src, t => {
-                        let (bounds, axis) = self.bounds(t.shape(), b)?;
-                        let (shape, _) = out_shape(t.shape(), axis, bounds.segments)?;
+                        let bounds = self.bounds(t.shape(), b)?;
+                        let (shape, _) = out_shape(t.shape(), bounds.axis, bounds.segments)?;
                         let out = typed_output(stringify!($op), out, &shape)?;
-                        self.segmented.fill_out(t, &bounds, axis, out)
+                        self.segmented.fill_out(t, &bounds, out)
                     })
                 })
             }
@@ -341,8 +334,8 @@ macro_rules! segment_builder {
                 self.segmented.check(stringify!($op), src.dtype())?;
                 with_index_view!(boundaries, stringify!($op), $boundaries, b => {
                     with_view!(src, t => {
-                        let (bounds, axis) = self.bounds(t.shape(), b)?;
-                        let (values, arg) = self.segmented.with_arg(t, &bounds, axis)?;
+                        let bounds = self.bounds(t.shape(), b)?;
+                        let (values, arg) = self.segmented.with_arg(t, &bounds)?;
                         Ok((Tensor::from(values), arg))
                     })
                 })
@@ -365,9 +358,8 @@ impl SegmentCsr {
         &self,
         src_shape: &[usize],
         indptr: TypedView<'_, I>,
-    ) -> Result<(Bounds, usize)> {
-        let b = bounds::from_indptr(indptr.data(), indptr.shape(), src_shape)?;
-        Ok((b, indptr.rank() - 1))
+    ) -> Result<Bounds> {
+        bounds::from_indptr(indptr.data(), indptr.shape(), src_shape)
     }
 }
 
@@ -397,9 +389,8 @@ impl SegmentCoo {
         &self,
         src_shape: &[usize],
         index: TypedView<'_, I>,
-    ) -> Result<(Bounds, usize)> {
-        let b = bounds::from_index(index.data(), index.shape(), src_shape, self.segments)?;
-        Ok((b, index.rank() - 1))
+    ) -> Result<Bounds> {
+        bounds::from_index(index.data(), index.shape(), src_shape, self.segments)
     }
 }
 
