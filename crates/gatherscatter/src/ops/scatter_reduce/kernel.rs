@@ -239,7 +239,13 @@ fn run<T: Clone + Send + Sync, C: Combine<T>, Y: Cell + Sync>(
         return Ok(());
     }
     if takes_small_path(out.len(), indices.len()) {
-        return run_small::<T, C, Y>(out, g, indices, updates).map_err(Stop::BadIndex);
+        // Cells for only as many outputs as a few rows hold: zeroing all
+        // `SMALL_INDICES` of them cost more than the walk.
+        return match out.len() <= FEW_OUTPUTS {
+            true => run_small::<T, C, Y, FEW_OUTPUTS>(out, g, indices, updates),
+            false => run_small::<T, C, Y, SMALL_INDICES>(out, g, indices, updates),
+        }
+        .map_err(Stop::BadIndex);
     }
     let bytes = std::mem::size_of_val(out) + std::mem::size_of_val(updates);
     // Whole slabs per task; fewer slabs than threads run on one task,
@@ -274,13 +280,14 @@ fn run<T: Clone + Send + Sync, C: Combine<T>, Y: Cell + Sync>(
 /// and split planning of [`run`], which on 8x4 updates into 8x8, mean,
 /// cost 254 ns a call. No cell can overflow: there are fewer updates than
 /// a cell counts.
-fn run_small<T: Clone, C: Combine<T>, Y: Cell>(
+fn run_small<T: Clone, C: Combine<T>, Y: Cell, const N: usize>(
     out: &mut [T],
     g: &Geometry<'_>,
     indices: &[i64],
     updates: &[T],
 ) -> Result<(), usize> {
-    let mut cells = [Y::default(); SMALL_INDICES];
+    debug_assert!(out.len() <= N && N <= SMALL_INDICES);
+    let mut cells = [Y::default(); N];
     if let Some((data_row, row_len)) =
         matching_last_axis_rows(g.data_shape, g.indices_shape, g.rule)
     {
@@ -315,15 +322,19 @@ fn run_small<T: Clone, C: Combine<T>, Y: Cell>(
         )?;
     }
     if C::FINISHES {
-        // By reference: by value, `zip` copied all the cells first.
-        for (value, cell) in out.iter_mut().zip(&cells) {
-            if cell.count() > 0 {
-                C::finish(value, cell.count() + u64::from(Y::WITH_SELF));
-            }
+        // The counts apart, for a finish without a branch per value. No
+        // cell counts past `SMALL_INDICES` updates, so each fits a u16.
+        let mut counts = [0u16; N];
+        for (count, cell) in counts.iter_mut().zip(&cells) {
+            *count = cell.count() as u16;
         }
+        C::finish_counted(out, &counts, u16::from(Y::WITH_SELF));
     }
     Ok(())
 }
+
+/// Up to this many outputs a small call's cells are a short array.
+const FEW_OUTPUTS: usize = 64;
 
 /// Apply the updates at flat positions `span` of the indices (whole index
 /// rows or not), whose targets lie in `tally` (output elements `lo..`);
