@@ -244,7 +244,10 @@ impl EmbeddingBag {
     }
 
     /// Every rule, before anything is written: the plan and every entry
-    /// resolved to its weight row.
+    /// resolved to its weight row. Inlined, so the plan is built where the
+    /// caller keeps it (returned, its lists were written in words and read
+    /// back in pairs, each read waiting on the writes).
+    #[inline]
     pub(crate) fn check(
         &self,
         weight: TensorView<'_>,
@@ -369,7 +372,9 @@ impl EmbeddingBag {
 
 /// The bags' boundaries from `offsets` (1-D): the starts, and the end of
 /// the last bag when `include_last`, else `len` appended. They must start
-/// at 0, never decrease and end at `len`.
+/// at 0, never decrease and end at `len`. Inlined as
+/// [`EmbeddingBag::check`].
+#[inline]
 fn bag_bounds<I: IndexElement>(
     offsets: &[I],
     rank: usize,
