@@ -81,7 +81,11 @@ pub(crate) fn check_rank(what: &'static str, rank: usize, src_rank: usize) -> Re
 }
 
 /// `indptr` (shape `[..., segments + 1]`) checked: every entry in
-/// `[0, rows]` and non-decreasing along the last dim.
+/// `[0, rows]` and non-decreasing along the last dim. Inlined, so the
+/// boundaries are built where the caller keeps them (see [`out_shape`]).
+///
+/// [`out_shape`]: super::out_shape
+#[inline]
 pub(crate) fn from_indptr<I: IndexElement>(
     indptr: &[I],
     shape: &[usize],
@@ -190,7 +194,8 @@ fn checked_bounds<I: IndexElement>(
 /// A sorted segment `index` (shape `[..., rows]`, one segment id per row of
 /// `src` along the axis) as boundaries: ids in `[0, segments)` (when
 /// `segments` is `None`, the largest id + 1), non-decreasing along the last
-/// dim.
+/// dim. Inlined as [`from_indptr`].
+#[inline]
 pub(crate) fn from_index<I: IndexElement>(
     index: &[I],
     shape: &[usize],
@@ -226,9 +231,31 @@ pub(crate) fn from_index<I: IndexElement>(
             });
         }
     }
-    // Every id checked before any is used: sign and order first, then the
-    // count (which, unless given, is the largest id + 1). The rows are
-    // sorted, so the largest id is the only one the count needs to see.
+    let (segments, flat) = exact_bounds(index, shape, rows, boundary_rows, segments)?;
+    Ok(Bounds {
+        segments,
+        axis,
+        flat,
+        slab_shape,
+        row_strides,
+    })
+}
+
+/// [`from_index`]'s segment count and boundaries by the exact passes, for
+/// what [`place_sorted_ids`] does not take: every id checked before any is
+/// used (sign and order first, then the count), the errors naming the
+/// first bad one. Out of line, so that `from_index` stays small enough to
+/// inline.
+#[inline(never)]
+fn exact_bounds<I: IndexElement>(
+    index: &[I],
+    shape: &[usize],
+    rows: usize,
+    boundary_rows: usize,
+    segments: Option<usize>,
+) -> Result<(usize, SmallDims)> {
+    // The count is the largest id + 1 unless given. The rows are sorted,
+    // so the largest id is the only one the count needs to see.
     let largest = match largest_sorted_id(index, rows) {
         Some(largest) => i128::from(largest),
         None => checked_largest_id(index, shape, rows)?,
@@ -271,13 +298,7 @@ pub(crate) fn from_index<I: IndexElement>(
             }
         }
     }
-    Ok(Bounds {
-        segments,
-        axis,
-        flat,
-        slab_shape,
-        row_strides,
-    })
+    Ok((segments, flat))
 }
 
 /// The segment count [`from_index`]'s one-pass form ([`place_sorted_ids`])
