@@ -110,15 +110,19 @@ fn fold_in_registers<T: Clone + 'static, C: Combine<T>, M: Combine<T>, const G: 
 ) {
     let dim = bags.dim;
     let mut counts = [0; G];
-    for (g, group) in part.chunks_mut(G * dim).enumerate() {
-        let first = first_bag + g * G;
-        let counts = &mut counts[..group.len() / dim];
-        if !registers::sum_bags(bags, first, group, counts) {
-            fold_in_memory::<T, C, M>(bags, first, group, finish);
+    // Bags by number, one division for their count: the chunked walks
+    // took one for each length (three a group).
+    let bags_here = part.len() / dim;
+    for first in (0..bags_here).step_by(G) {
+        let n = G.min(bags_here - first);
+        let group = &mut part[first * dim..(first + n) * dim];
+        let counts = &mut counts[..n];
+        if !registers::sum_bags(bags, first_bag + first, group, counts) {
+            fold_in_memory::<T, C, M>(bags, first_bag + first, group, finish);
             continue;
         }
-        for (acc, &count) in group.chunks_exact_mut(dim).zip(counts.iter()) {
-            finish(acc, count);
+        for (k, &count) in counts.iter().enumerate() {
+            finish(&mut group[k * dim..(k + 1) * dim], count);
         }
     }
 }

@@ -107,8 +107,8 @@ mod x86 {
     const ROWS_AHEAD: usize = 16;
 
     /// A group of bags, rows as f32: `weight` is `[rows, dim]`, bag `k`
-    /// is `entries[bounds[k]..bounds[k + 1]]`, and every entry in them is
-    /// below `rows` (so `fold` reads rows unchecked).
+    /// is `entries[bounds[k]..bounds[k + 1]]`, and the row of every entry
+    /// in them ends within `weight` (so `fold` reads rows unchecked).
     pub(super) struct Bags<'a> {
         weight: &'a [f32],
         dim: usize,
@@ -118,11 +118,11 @@ mod x86 {
     }
 
     impl<'a> Bags<'a> {
-        /// The group, or `None` unless `weight` is whole rows of `dim` (a
-        /// multiple of 8), `bounds` never decrease and each entry they
-        /// span is below the row count. A resolved call's entries always
-        /// are: one pass over the group's entries costs less than a check
-        /// per row.
+        /// The group, or `None` unless `dim` is a multiple of 8 (not 0),
+        /// `bounds` never decrease and the row of each entry they span
+        /// ends within `weight`. A resolved call's entries always do: the
+        /// largest entry checked once costs less than a check per row (and
+        /// than the division a row count would take).
         pub(super) fn new(
             weight: &'a [f32],
             dim: usize,
@@ -130,12 +130,14 @@ mod x86 {
             bounds: &'a [usize],
             padding: Option<usize>,
         ) -> Option<Bags<'a>> {
-            let rows = weight.len().checked_div(dim)?;
-            let whole = dim % 8 == 0 && rows * dim == weight.len();
+            let blocks = dim != 0 && dim % 8 == 0;
             let ordered = bounds.windows(2).all(|w| w[0] <= w[1]);
             let spanned = entries.get(*bounds.first()?..*bounds.last()?)?;
-            let below = spanned.iter().all(|&e| e < rows);
-            (whole && ordered && below).then_some(Bags {
+            let within = match spanned.iter().max() {
+                Some(&largest) => largest.checked_add(1)?.checked_mul(dim)? <= weight.len(),
+                None => true,
+            };
+            (blocks && ordered && within).then_some(Bags {
                 weight,
                 dim,
                 entries,
@@ -185,11 +187,11 @@ mod x86 {
         debug_assert!(first + width <= bags.dim);
         let padding = bags.padding.unwrap_or(usize::MAX);
         let lines = (width * 4).div_ceil(64);
-        for (k, (count, acc)) in counts
-            .iter_mut()
-            .zip(out.chunks_exact_mut(bags.dim))
-            .enumerate()
-        {
+        // Bags by number: `chunks_exact_mut` took a division for its length.
+        for (k, count) in counts.iter_mut().enumerate() {
+            let Some(acc) = out.get_mut(k * bags.dim..(k + 1) * bags.dim) else {
+                return;
+            };
             let mut sums = [_mm256_set1_ps(-0.0); N];
             let mut members = 0;
             let mut last_start = 0;
@@ -200,9 +202,10 @@ mod x86 {
                 let start = bags.entries[j] * bags.dim + first;
                 let row = bags.weight.as_ptr().wrapping_add(start);
                 for (v, sum) in sums.iter_mut().enumerate() {
-                    // SAFETY: the entry is below `rows` (`Bags::new` checked
-                    // the group's), so `start + 8v + 8 <= (rows - 1) * dim
-                    // + first + width <= rows * dim`, the length of `weight`.
+                    // SAFETY: the entry's row ends within `weight`
+                    // (`Bags::new` checked the group's largest entry `e`), so
+                    // `start + 8v + 8 <= e * dim + first + width <= (e + 1)
+                    // * dim <= weight.len()`.
                     *sum = _mm256_add_ps(*sum, unsafe { _mm256_loadu_ps(row.add(8 * v)) });
                 }
                 // Ask for the row ROWS_AHEAD entries on, a line every 64
