@@ -9,7 +9,7 @@ use std::fmt;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
-use crate::shape::{same_dims, strides, unravel, RowBases};
+use crate::shape::{reserved, same_dims, strides, unravel, RowBases};
 use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
 
@@ -385,7 +385,8 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
         let slots = match values.len() <= Positions::INLINE {
             true => &mut inline[..values.len()],
             false => {
-                resolved = try_zeroed_positions(values.len())?;
+                resolved = reserved(values.len(), DType::U64)?;
+                resolved.resize(values.len(), 0);
                 &mut resolved[..]
             }
         };
@@ -412,7 +413,7 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
             false => Positions::Heap(resolved),
         });
     }
-    let mut resolved = try_reserved_positions(values.len())?;
+    let mut resolved = reserved(values.len(), DType::U64)?;
     // Two branch-free passes the compiler vectorizes, where checking each
     // value as it was pushed did not vectorize (W1 on two threads: 3.0% of
     // the call's profile samples before, 0.8% after). Only when some value is
@@ -425,25 +426,6 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
         }
     }
     Ok(Positions::Heap(resolved))
-}
-
-/// An empty list with room for `len` positions, or the allocation error.
-fn try_reserved_positions(len: usize) -> Result<Vec<usize>> {
-    let mut positions = Vec::new();
-    positions
-        .try_reserve_exact(len)
-        .map_err(|_| Error::Allocation {
-            elements: len,
-            dtype: DType::U64,
-        })?;
-    Ok(positions)
-}
-
-/// `len` zero positions, or the allocation error.
-fn try_zeroed_positions(len: usize) -> Result<Vec<usize>> {
-    let mut positions = try_reserved_positions(len)?;
-    positions.resize(len, 0);
-    Ok(positions)
 }
 
 /// Positions resolved along an axis by [`resolve_along_axis`], or tuple
@@ -518,13 +500,7 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
     if k > 0 && tuples <= Positions::INLINE {
         return resolve_few_tuples(indices, rule);
     }
-    let mut offsets = Vec::new();
-    offsets
-        .try_reserve_exact(tuples)
-        .map_err(|_| Error::Allocation {
-            elements: tuples,
-            dtype: DType::U64,
-        })?;
+    let mut offsets = reserved(tuples, DType::U64)?;
     if k == 0 {
         // Empty tuples address the whole slab: one offset 0 per tuple.
         let n = crate::shape::checked_product(&indices.shape()[..indices.rank().saturating_sub(1)])
