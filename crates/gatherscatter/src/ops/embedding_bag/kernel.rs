@@ -6,7 +6,7 @@ use super::registers;
 use crate::dtype::Element;
 use crate::mem::parallel;
 use crate::mem::prefetch::prefetch_items;
-use crate::ops::segment::kernel::{fold_rows, fold_weighted_rows, same};
+use crate::ops::segment::kernel::{first_row_of, fold_rows, fold_weighted_rows, same};
 use crate::reduction::Combine;
 use crate::tuning;
 
@@ -79,10 +79,7 @@ pub(crate) fn reduce<T: Clone + Send + Sync + 'static, C: Combine<T>, M: Combine
         }
     };
     parallel::for_each_chunk(out, chunk, |task, part| {
-        let first_bag = match task {
-            0 => 0,
-            _ => task * chunk / dim,
-        };
+        let first_bag = first_row_of(task, chunk, dim);
         if !registers {
             fold_in_memory::<T, C, M>(bags, first_bag, part, &finish);
         } else if part.len() <= FEW_BAGS * dim {

@@ -15,6 +15,7 @@ use self::kernel::Bags;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_along_axis, with_index_view, AxisRule, IndexElement, Positions};
+use crate::ops::segment::bounds::copy_sorted;
 use crate::ops::{alloc_output, check_fill, require_same_dtype, typed_output};
 use crate::profile::Profile;
 use crate::reduction::{Aggregate, Combine, CombineKernel, Overwrite, Reduction};
@@ -400,7 +401,8 @@ fn bag_bounds<I: IndexElement>(
     // allocation cost more than its checks.
     let count = offsets.len() + usize::from(!include_last);
     let mut bounds = SmallDims::try_filled(len, count)?;
-    if !sorted_offsets(offsets, len, &mut bounds) {
+    // One `i64` pass (the exact loop cost 220 instructions for 4 offsets).
+    if !copy_sorted(offsets, len, &mut bounds) {
         checked_offsets(offsets, len, &mut bounds)?;
     }
     if bounds[0] != 0 {
@@ -418,28 +420,7 @@ fn bag_bounds<I: IndexElement>(
     Ok((bounds.len() - 1, bounds))
 }
 
-/// `offsets` copied into the front of `bounds` when each is in `[0, len]`
-/// and none is below the one before: two compares an offset in `i64`.
-/// `false` at the first that is not (or is `i64::MAX` or more, exact only
-/// in `i128`), for [`checked_offsets`] to report. (The exact loop cost 220
-/// instructions for 4 offsets.)
-fn sorted_offsets<I: IndexElement>(offsets: &[I], len: usize, bounds: &mut [usize]) -> bool {
-    let mut before = 0;
-    for (&offset, bound) in offsets.iter().zip(bounds) {
-        let v = offset.to_i64_or_max();
-        // A negative `v` is 2^63 or more as a usize, past any `len` that
-        // indices in memory can have; the sign test keeps it exact anyway.
-        let b = v as usize;
-        if v < 0 || v == i64::MAX || b > len || b < before {
-            return false;
-        }
-        *bound = b;
-        before = b;
-    }
-    true
-}
-
-/// [`sorted_offsets`] exactly, in `i128`, with the error for the first
+/// [`copy_sorted`] of the offsets exactly, in `i128`, with the error for the first
 /// offset out of range or below the one before it.
 fn checked_offsets<I: IndexElement>(offsets: &[I], len: usize, bounds: &mut [usize]) -> Result<()> {
     for (k, &offset) in offsets.iter().enumerate() {

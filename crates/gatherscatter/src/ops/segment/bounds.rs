@@ -139,18 +139,30 @@ fn sorted_bounds<I: IndexElement>(
         ) else {
             return false;
         };
-        let mut before = 0;
-        for (&value, bound) in values.iter().zip(bounds) {
-            let v = value.to_i64_or_max();
-            // A negative `v` is at least 2^63 as a usize, past `rows` unless
-            // `rows` is that large too, which the sign test covers.
-            let b = v as usize;
-            if v < 0 || v == i64::MAX || b > rows || b < before {
-                return false;
-            }
-            *bound = b;
-            before = b;
+        if !copy_sorted(values, rows, bounds) {
+            return false;
         }
+    }
+    true
+}
+
+/// `values` copied into the front of `out` when each is in `[0, limit]`
+/// and none is below the one before: two compares a value, in `i64`.
+/// `false` at the first that is not, or is `i64::MAX` or more (exact only
+/// in `i128`), for the caller's exact loop to report. A row of `indptr`
+/// here, EmbeddingBag's offsets there.
+pub(crate) fn copy_sorted<I: IndexElement>(values: &[I], limit: usize, out: &mut [usize]) -> bool {
+    let mut before = 0;
+    for (&value, slot) in values.iter().zip(out) {
+        let v = value.to_i64_or_max();
+        // A negative `v` is at least 2^63 as a usize, past `limit` unless
+        // `limit` is that large too, which the sign test covers.
+        let b = v as usize;
+        if v < 0 || v == i64::MAX || b > limit || b < before {
+            return false;
+        }
+        *slot = b;
+        before = b;
     }
     true
 }

@@ -27,8 +27,9 @@ fn chunk_len(layout: Layout, out_len: usize, bytes: usize) -> usize {
 }
 
 /// The first output row of task `task`'s chunk (0 without a division for
-/// the first task, which is every small call's only one).
-fn first_row_of(task: usize, chunk: usize, inner: usize) -> usize {
+/// the first task, which is every small call's only one); for
+/// EmbeddingBag, the first bag.
+pub(crate) fn first_row_of(task: usize, chunk: usize, inner: usize) -> usize {
     match task {
         0 => 0,
         _ => task * chunk / inner,
