@@ -1,10 +1,11 @@
 //! GatherND and ScatterND: the ONNX examples verbatim, the per-dimension
 //! bounds check, errors, opset profiles, and property tests against naive
-//! references.
+//! references (ScatterND under each forced `stores` as well).
 
 mod common;
 
 use common::*;
+use gatherscatter::tuning::{self, Tuning};
 use gatherscatter::{
     bf16, DType, Element, Error, ErrorKind, GatherND, Profile, Reduction, ScatterND, Tensor,
 };
@@ -566,7 +567,18 @@ fn check_into<T: Element>(
     Ok(())
 }
 
+/// [`check_scatter_nd_once`] under `auto` and each forced `stores`: a
+/// streamed overwrite is written as a gather of slices, whatever its size.
 fn check_scatter_nd<T: RefReduce>(case: &NdCase) -> Result<(), TestCaseError> {
+    for stores in ["auto", "streaming", "cached"] {
+        let forced = Tuning::parse(&format!("stores={stores}")).unwrap();
+        tuning::scoped(forced, || check_scatter_nd_once::<T>(case))
+            .map_err(|e| TestCaseError::fail(format!("stores={stores}: {e}")))?;
+    }
+    Ok(())
+}
+
+fn check_scatter_nd_once<T: RefReduce>(case: &NdCase) -> Result<(), TestCaseError> {
     let data: Vec<T> = case.seeds.iter().map(|&s| T::from_seed(s)).collect();
     let updates: Vec<T> = case.update_seeds.iter().map(|&s| T::from_seed(s)).collect();
     let q = case.indices_shape.len();

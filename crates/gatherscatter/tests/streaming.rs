@@ -1,4 +1,4 @@
-//! Gathers and last-axis GatherElements large enough for the streaming path (outputs of 8 MiB or more,
+//! Gathers, last-axis GatherElements and ScatterND overwrites large enough for the streaming path (outputs of 8 MiB or more,
 //! blocks of a cache line or more): fresh outputs that are never zeroed,
 //! caller buffers, rows whose length is not a multiple of 16 bytes, sources
 //! of 16 MiB or more (copied in source order), and 1–3 threads, checked against the formula `out[r] = data[idx(indices[r])]`
@@ -8,7 +8,7 @@ mod common;
 mod pool;
 
 use common::*;
-use gatherscatter::{DType, Element, ErrorKind, Gather, GatherElements, Tensor};
+use gatherscatter::{DType, Element, ErrorKind, Gather, GatherElements, ScatterND, Tensor};
 use half::f16;
 use num_complex::Complex64;
 use pool::{in_pool, names_the_first_bad_index_on_any_pool};
@@ -219,4 +219,85 @@ fn the_first_bad_index_of_a_large_last_axis_gather_elements_is_reported() {
     let indices = index_tensor(DType::I64, &[rows, cols], &raw);
     let run = || GatherElements::new(1).run(&data, &indices);
     names_the_first_bad_index_on_any_pool(run, cols as i128, &[300, 13]);
+}
+
+/// ScatterND `none` of `n` slices of `row_len` elements into `[rows,
+/// row_len]` (8 MiB or more: written as a gather of slices with streaming
+/// stores), tuples with negatives and repeats, fresh and into a buffer,
+/// 1–3 threads, against the naive reference (the last duplicate wins).
+fn check_scatter_nd_rows<T: Element>(
+    rows: usize,
+    row_len: usize,
+    n: usize,
+    value: impl Fn(usize) -> T,
+) {
+    assert!(rows * row_len * std::mem::size_of::<T>() >= 8 * MIB);
+    let values: Vec<T> = (0..rows * row_len).map(&value).collect();
+    let updates: Vec<T> = (0..n * row_len)
+        .map(|i| value(i + 3 * rows * row_len))
+        .collect();
+    let data = Tensor::new(vec![rows, row_len], values.clone()).unwrap();
+    let update_tensor = Tensor::new(vec![n, row_len], updates.clone()).unwrap();
+    let wide = row_indices(n, rows);
+    let want = reference_scatter_nd(
+        &values,
+        &[rows, row_len],
+        &wide,
+        &[n, 1],
+        &updates,
+        |_, u| u.clone(),
+    )
+    .unwrap();
+    for index_type in [DType::I64, DType::I32] {
+        let indices = index_tensor(index_type, &[n, 1], &wide);
+        for threads in [1, 2, 3] {
+            let op = ScatterND::new();
+            let fresh = in_pool(threads, || op.run(&data, &indices, &update_tensor).unwrap());
+            let mut into =
+                Tensor::new(vec![rows, row_len], vec![value(1); rows * row_len]).unwrap();
+            in_pool(threads, || {
+                op.run_into(&data, &indices, &update_tensor, &mut into)
+                    .unwrap()
+            });
+            for out in [&fresh, &into] {
+                assert!(
+                    out.data::<T>().unwrap() == &want[..],
+                    "{:?} {index_type:?} {threads} threads",
+                    T::DTYPE
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn scatter_nd_overwrites_of_one_kib_rows() {
+    // A quarter of the rows written, some twice: runs of untouched rows
+    // between them come from data.
+    check_scatter_nd_rows(8192, 256, 2048, |i| i as f32 * 0.25);
+}
+
+#[test]
+fn scatter_nd_overwrites_of_odd_rows_of_300_bytes() {
+    // Rows that are not a multiple of 16 bytes: each slice has a head and
+    // a tail of ordinary stores; more tuples than rows.
+    check_scatter_nd_rows(30_000, 300, 40_000, |i| i as u8);
+}
+
+#[test]
+fn a_bad_tuple_in_a_large_scatter_nd_leaves_the_buffer_untouched() {
+    let (rows, row_len) = (8192usize, 256usize);
+    let data = Tensor::new(vec![rows, row_len], vec![1.0f32; rows * row_len]).unwrap();
+    let mut wide = row_indices(4096, rows);
+    wide[3000] = rows as i128;
+    let indices = index_tensor(DType::I64, &[4096, 1], &wide);
+    let updates = Tensor::new(vec![4096, row_len], vec![2.0f32; 4096 * row_len]).unwrap();
+    let err = ScatterND::new().run(&data, &indices, &updates).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+    let mut out = Tensor::new(vec![rows, row_len], vec![5.0f32; rows * row_len]).unwrap();
+    let err = ScatterND::new()
+        .run_into(&data, &indices, &updates, &mut out)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfBounds);
+    assert!(out.data::<f32>().unwrap().iter().all(|&v| v == 5.0));
 }

@@ -243,6 +243,20 @@ pub(crate) unsafe fn as_slots<T>(values: &mut [T]) -> &mut [MaybeUninit<T>] {
     unsafe { &mut *(std::ptr::from_mut(values) as *mut [MaybeUninit<T>]) }
 }
 
+/// The bytes of `slots`, for kernels that copy plain elements as bytes
+/// (streaming stores); `None` unless every bit pattern is a `T` (as
+/// [`Element::as_bytes`] tells), so that any bytes stored make a value.
+pub(crate) fn slot_bytes<T: Element>(
+    slots: &mut [MaybeUninit<T>],
+) -> Option<&mut [MaybeUninit<u8>]> {
+    T::as_bytes(&[])?;
+    let bytes = std::mem::size_of_val(slots);
+    // SAFETY: the slots are `bytes` bytes of memory borrowed exclusively
+    // here; `MaybeUninit<u8>` has alignment 1 and no validity rule, and
+    // whatever bytes are stored make a valid `T` once all of a slot's are.
+    Some(unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast(), bytes) })
+}
+
 /// A new vector of `len` elements written by `write` through their words,
 /// never zeroed first: [`new_vec_of`] for kernels that move words. `None`
 /// also when `T`'s word differs from it in size or alignment.

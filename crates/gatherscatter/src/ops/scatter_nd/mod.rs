@@ -21,7 +21,7 @@ use crate::{TensorViewMut, TypedViewMut};
 
 mod slices;
 
-use slices::{combine_slices, scatter_slices};
+use slices::{combine_slices, scatter_slices, LastWriters};
 
 /// The ScatterND operator.
 ///
@@ -293,6 +293,11 @@ impl ScatterND {
         block: usize,
     ) -> Result<TypedTensor<T>> {
         let len = data.len();
+        if self.reduction == Reduction::None {
+            if let Some(out) = overwrite_streamed(data.data(), offsets, updates.data(), block) {
+                return Ok(TypedTensor::from_parts_unchecked(data.shape(), out));
+            }
+        }
         let (source, upd) = (T::as_words(data.data()), T::as_words(updates.data()));
         let overwrite = |out: &mut [MaybeUninit<T::Word>]| {
             scatter_slices::<_, _, Overwrite>(source, out, offsets, upd, block);
@@ -337,6 +342,21 @@ impl ScatterND {
         let source = data.data();
         match self.reduction {
             Reduction::None => {
+                if let Some(writers) = LastWriters::plan(
+                    std::mem::size_of_val(out),
+                    std::mem::size_of::<T>(),
+                    offsets,
+                    block,
+                ) {
+                    let bytes = (T::as_bytes(source), T::as_bytes(upd));
+                    if let (Some(src), Some(upd)) = bytes {
+                        let block_bytes = block * std::mem::size_of::<T>();
+                        if let Some(dst) = T::as_bytes_mut(out) {
+                            writers.write(dst, src, upd, block_bytes);
+                            return Ok(());
+                        }
+                    }
+                }
                 scatter_slices::<T::Word, T::Word, Overwrite>(
                     T::as_words(source),
                     T::as_words_mut(out),
@@ -376,6 +396,30 @@ impl ScatterND {
             },
         )
     }
+}
+
+/// A fresh overwrite's output as a gather of slices ([`LastWriters`]), or
+/// `None` when the call does not take that path (a small output, slices
+/// shorter than a cache line, elements that are not plain bytes).
+fn overwrite_streamed<T: Element>(
+    data: &[T],
+    offsets: &[usize],
+    updates: &[T],
+    block: usize,
+) -> Option<Vec<T>> {
+    let (source, upd) = (T::as_bytes(data)?, T::as_bytes(updates)?);
+    let word = std::mem::size_of::<T>();
+    let writers = LastWriters::plan(source.len(), word, offsets, block)?;
+    let write = |slots: &mut [MaybeUninit<T>]| {
+        let dst = uninit::slot_bytes(slots).ok_or(())?;
+        writers.write(dst, source, upd, block * word);
+        Ok(())
+    };
+    // SAFETY: `LastWriters::write` stores every byte of `dst`, all the
+    // slots' bytes, before `write` returns `Ok`.
+    #[allow(unsafe_code)]
+    let written = unsafe { uninit::new_vec_of::<T, ()>(data.len(), write) };
+    written?.ok()
 }
 
 /// The reduction kernel, for [`crate::reduction::Reduce::with_combine`] to run with the
@@ -500,5 +544,31 @@ mod tests {
         let no_updates = Tensor::new(vec![0], Vec::<i64>::new()).unwrap();
         let out = ScatterND::new().run(&data, &none, &no_updates).unwrap();
         assert_eq!(out.data::<i64>().unwrap(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    /// Forced streaming stores write an overwrite as a gather of slices at
+    /// any size: every byte of the fresh output is written once (Miri would
+    /// report a byte left out when the comparison reads it), runs of
+    /// untouched slices come from data, duplicates leave the last update.
+    #[test]
+    fn overwrites_streamed_as_a_gather_of_slices_write_every_byte() {
+        let streaming = crate::tuning::Tuning::parse("stores=streaming").unwrap();
+        let data = Tensor::new(vec![6, 3], (0..18).collect::<Vec<i16>>()).unwrap();
+        let indices = Tensor::new(vec![3, 1], vec![4i64, -5, 4]).unwrap();
+        let updates = Tensor::new(vec![3, 3], (100..109).collect::<Vec<i16>>()).unwrap();
+        let expected = [
+            0, 1, 2, 103, 104, 105, 6, 7, 8, 9, 10, 11, 106, 107, 108, 15, 16, 17,
+        ];
+        let out = crate::tuning::scoped(streaming, || {
+            ScatterND::new().run(&data, &indices, &updates)
+        })
+        .unwrap();
+        assert_eq!(out.data::<i16>().unwrap(), &expected);
+        let mut into = Tensor::new(vec![6, 3], vec![-1i16; 18]).unwrap();
+        crate::tuning::scoped(streaming, || {
+            ScatterND::new().run_into(&data, &indices, &updates, &mut into)
+        })
+        .unwrap();
+        assert_eq!(into.data::<i16>().unwrap(), &expected);
     }
 }
