@@ -1,6 +1,6 @@
 //! GatherND and ScatterND: the ONNX examples verbatim, the per-dimension
 //! bounds check, errors, opset profiles, and property tests against naive
-//! references (ScatterND under each forced `stores` as well).
+//! references (under each forced `stores` as well).
 
 mod common;
 
@@ -509,7 +509,18 @@ fn nd_case(scatter: bool) -> impl Strategy<Value = NdCase> {
         )
 }
 
+/// [`check_gather_nd_once`] under `auto` and each forced `stores`: a
+/// streamed output is written by Gather's block copy, whatever its size.
 fn check_gather_nd<T: FromSeed>(case: &NdCase) -> Result<(), TestCaseError> {
+    for stores in ["auto", "streaming", "cached"] {
+        let forced = Tuning::parse(&format!("stores={stores}")).unwrap();
+        tuning::scoped(forced, || check_gather_nd_once::<T>(case))
+            .map_err(|e| TestCaseError::fail(format!("stores={stores}: {e}")))?;
+    }
+    Ok(())
+}
+
+fn check_gather_nd_once<T: FromSeed>(case: &NdCase) -> Result<(), TestCaseError> {
     let data: Vec<T> = case.seeds.iter().map(|&s| T::from_seed(s)).collect();
     let reference = reference_gather_nd(
         &data,

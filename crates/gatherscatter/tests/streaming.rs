@@ -1,4 +1,4 @@
-//! Gathers, last-axis GatherElements and ScatterND overwrites large enough for the streaming path (outputs of 8 MiB or more,
+//! Gathers, last-axis GatherElements, GatherND and ScatterND overwrites large enough for the streaming path (outputs of 8 MiB or more,
 //! blocks of a cache line or more): fresh outputs that are never zeroed,
 //! caller buffers, rows whose length is not a multiple of 16 bytes, sources
 //! of 16 MiB or more (copied in source order), and 1–3 threads, checked against the formula `out[r] = data[idx(indices[r])]`
@@ -8,7 +8,9 @@ mod common;
 mod pool;
 
 use common::*;
-use gatherscatter::{DType, Element, ErrorKind, Gather, GatherElements, ScatterND, Tensor};
+use gatherscatter::{
+    DType, Element, ErrorKind, Gather, GatherElements, GatherND, ScatterND, Tensor,
+};
 use half::f16;
 use num_complex::Complex64;
 use pool::{in_pool, names_the_first_bad_index_on_any_pool};
@@ -300,4 +302,55 @@ fn a_bad_tuple_in_a_large_scatter_nd_leaves_the_buffer_untouched() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::OutOfBounds);
     assert!(out.data::<f32>().unwrap().iter().all(|&v| v == 5.0));
+}
+
+/// GatherND of slices of `data_shape[batch_dims + 1..]` by one-component
+/// tuples (with negatives and repeats) into an output of 8 MiB or more
+/// (Gather's streamed block copy), fresh and into a buffer, 1–3 threads,
+/// against the naive reference.
+fn check_gather_nd_slices<T: Element>(
+    data_shape: &[usize],
+    batch_dims: usize,
+    value: impl Fn(usize) -> T,
+) {
+    let len: usize = data_shape.iter().product();
+    let values: Vec<T> = (0..len).map(&value).collect();
+    let data = Tensor::new(data_shape.to_vec(), values.clone()).unwrap();
+    let mut indices_shape = data_shape[..batch_dims + 1].to_vec();
+    indices_shape.push(1);
+    let tuples: usize = indices_shape.iter().product();
+    let wide = row_indices(tuples, data_shape[batch_dims]);
+    let (want_shape, want) =
+        reference_gather_nd(&values, data_shape, &wide, &indices_shape, batch_dims).unwrap();
+    assert_eq!(want_shape, data_shape);
+    assert!(want.len() * std::mem::size_of::<T>() >= 8 * MIB);
+    for index_type in [DType::I64, DType::I32] {
+        let indices = index_tensor(index_type, &indices_shape, &wide);
+        let op = GatherND::new().batch_dims(batch_dims);
+        for threads in [1, 2, 3] {
+            let fresh = in_pool(threads, || op.run(&data, &indices).unwrap());
+            let mut into = Tensor::new(data_shape.to_vec(), vec![value(1); len]).unwrap();
+            in_pool(threads, || op.run_into(&data, &indices, &mut into).unwrap());
+            for out in [&fresh, &into] {
+                assert_eq!(out.shape(), data_shape);
+                assert!(
+                    out.data::<T>().unwrap() == &want[..],
+                    "{:?} {index_type:?} {threads} threads",
+                    T::DTYPE
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gather_nd_of_one_kib_rows() {
+    check_gather_nd_slices(&[8192, 256], 0, |i| i as f32 + 0.5);
+}
+
+#[test]
+fn gather_nd_of_rows_within_their_batch() {
+    // Three batches of rows of 200 bytes: a task's first slice may start
+    // mid-batch, and every source row is read from its own batch.
+    check_gather_nd_slices(&[3, 14_000, 100], 1, |i| i as u16);
 }

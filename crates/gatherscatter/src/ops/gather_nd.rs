@@ -9,9 +9,12 @@ use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
+use crate::mem::knobs;
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
+use crate::mem::stream;
 use crate::mem::uninit::{self, Slot};
+use crate::ops::gather::{fill_blocks, new_vec_of_blocks, stores_measured};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, join_parts, require_rank_at_least_1, SmallDims};
@@ -287,6 +290,12 @@ fn execute<T: Element>(
     offsets: &[usize],
     plan: NdPlan,
 ) -> Result<TypedTensor<T>> {
+    if let Some((src, block_bytes)) = streamed(data.data(), offsets, &plan) {
+        let source = |first| source_blocks(offsets, &plan, first);
+        if let Some(out) = new_vec_of_blocks::<T, _>(plan.output_len, src, block_bytes, source) {
+            return Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out));
+        }
+    }
     let write = |out: &mut [MaybeUninit<T::Word>]| {
         copy_slices(T::as_words(data.data()), offsets, &plan, out)
     };
@@ -306,6 +315,14 @@ fn execute<T: Element>(
 
 /// Write the gathered slices into `out` (the output's length).
 fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, out: &mut [T]) {
+    if let Some((src, block_bytes)) = streamed(data.data(), offsets, plan) {
+        if let Some(dst) = T::as_bytes_mut(out) {
+            fill_blocks(dst, src, block_bytes, |first| {
+                source_blocks(offsets, plan, first)
+            });
+            return;
+        }
+    }
     // A plan always has an offset per block (the fresh path falls back
     // here on `Incomplete`, so this check covers it too).
     let copied = copy_slices(
@@ -315,6 +332,56 @@ fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, ou
         T::as_words_mut(out),
     );
     debug_assert!(copied.is_ok(), "GatherND plan without an offset per block");
+}
+
+/// Data's bytes and the slice size in bytes when the output is written by
+/// Gather's streamed block copy (prefetched source rows, streaming stores,
+/// source order from a source past the cache): plain elements, under the
+/// same rule as Gather's slices (see [`stream::streams`]), a plan with an
+/// offset for every output slice. Slices of 16 KiB or more whose source
+/// and output fit in the cache keep [`copy_slices`], whose `memcpy`
+/// leaves them in cache (Gather measures that choice; GatherND does not).
+/// From Python on AMD EPYC family 25 model 1, `stores=cached` (the
+/// `memcpy` per slice) against this, medians of five interleaved rounds:
+/// 64k slices of 1 KiB from 64 MiB 11.0 -> 8.5 ms on one thread, 7.1 ->
+/// 4.95 on two; `batch_dims=1`, [64, 1024, 256], 11.1 -> 8.3 and 6.8 ->
+/// 4.8.
+fn streamed<'d, T: Element>(
+    data: &'d [T],
+    offsets: &[usize],
+    plan: &NdPlan,
+) -> Option<(&'d [u8], usize)> {
+    let src = T::as_bytes(data)?;
+    let word = std::mem::size_of::<T>();
+    let (block_bytes, out_bytes) = (
+        plan.block.checked_mul(word)?,
+        plan.output_len.checked_mul(word)?,
+    );
+    let stores = knobs::in_force().stores;
+    let blocks = plan.output_len.checked_div(plan.block)?;
+    let whole = blocks * plan.block == plan.output_len
+        && offsets.len() >= blocks
+        && plan.batches > 0
+        && offsets.len() / plan.batches > 0;
+    let chosen = out_bytes > 0
+        && stream::streams(stores, out_bytes, block_bytes)
+        && !stores_measured(stores, out_bytes, block_bytes, src.len());
+    (whole && chosen).then_some((src, block_bytes))
+}
+
+/// The source slice (in slices of `plan.block` from data's start) of each
+/// output slice from `first` on; see [`streamed`] for the plan's checks.
+fn source_blocks<'a>(
+    offsets: &'a [usize],
+    plan: &'a NdPlan,
+    first: usize,
+) -> impl Iterator<Item = usize> + Clone + 'a {
+    let mut bases = SlabBases::new(first, offsets.len() / plan.batches, plan.slab);
+    offsets
+        .get(first..)
+        .unwrap_or(&[])
+        .iter()
+        .map(move |&off| (bases.next() + off) / plan.block)
 }
 
 /// [`copy_slices`] was given an output that is not whole blocks, or fewer
@@ -379,6 +446,7 @@ const ELEMENT_AHEAD: usize = 32;
 
 /// The first element of the batch slab of each block in turn, from block
 /// `first` on, by a running count rather than a division per block.
+#[derive(Clone)]
 struct SlabBases {
     left_in_batch: usize,
     base: usize,

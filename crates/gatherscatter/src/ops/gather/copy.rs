@@ -129,10 +129,12 @@ impl Writing {
         let stores = knobs::in_force().stores;
         let plain = T::as_bytes(&[]).is_some();
         let by_size = out_bytes > 0 && stream::streams(stores, out_bytes, block_bytes);
-        let in_cache = stores == Stores::Auto
-            && block_bytes >= CACHED_MIN_BLOCK_BYTES
-            && out_bytes.saturating_add(std::mem::size_of_val(data.data()))
-                <= last_level_cache_bytes();
+        let in_cache = stores_measured(
+            stores,
+            out_bytes,
+            block_bytes,
+            std::mem::size_of_val(data.data()),
+        );
         let timed = (by_size && in_cache && plain && !cfg!(miri)).then(|| {
             let tasks = parallel::tasks(out_bytes, plan.output_len / plan.inner);
             measured_stores::Timed::start(measured_stores::Class::of(out_bytes, block_bytes, tasks))
@@ -153,6 +155,22 @@ impl Writing {
             timed.done(out_bytes);
         }
     }
+}
+
+/// Whether, under `stores`, a copy of blocks of `block_bytes` from a
+/// source of `src_bytes` into an output of `out_bytes` is one whose stores
+/// are chosen by measurement rather than by size: `auto`, blocks of
+/// [`CACHED_MIN_BLOCK_BYTES`] or more, source and output within the
+/// last-level cache.
+pub(crate) fn stores_measured(
+    stores: Stores,
+    out_bytes: usize,
+    block_bytes: usize,
+    src_bytes: usize,
+) -> bool {
+    stores == Stores::Auto
+        && block_bytes >= CACHED_MIN_BLOCK_BYTES
+        && out_bytes.saturating_add(src_bytes) <= last_level_cache_bytes()
 }
 
 /// Blocks at least this long, from a source that fits in the last-level

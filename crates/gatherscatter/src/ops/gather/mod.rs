@@ -9,7 +9,8 @@ mod copy;
 mod measured_order;
 mod measured_stores;
 
-pub(crate) use self::blocks::source_order_min_source_bytes;
+pub(crate) use self::blocks::{fill_blocks, new_vec_of_blocks, source_order_min_source_bytes};
+pub(crate) use self::copy::stores_measured;
 use self::copy::{execute, fill};
 pub(crate) use self::measured_order::timings as measured_orders;
 pub(crate) use self::measured_stores::timings as measured_store_choices;
