@@ -9,7 +9,7 @@ mod pool;
 
 use common::*;
 use gatherscatter::{
-    DType, Element, ErrorKind, Gather, GatherElements, GatherND, ScatterND, Tensor,
+    DType, Element, ErrorKind, Gather, GatherElements, GatherND, Reduction, ScatterND, Tensor,
 };
 use half::f16;
 use num_complex::Complex64;
@@ -353,4 +353,66 @@ fn gather_nd_of_rows_within_their_batch() {
     // Three batches of rows of 200 bytes: a task's first slice may start
     // mid-batch, and every source row is read from its own batch.
     check_gather_nd_slices(&[3, 14_000, 100], 1, |i| i as u16);
+}
+
+/// ScatterND with `reduction` of `n` slices of `row_len` elements into
+/// `[rows, row_len]` (8 MiB or more: each slice folded from data and its
+/// tuples in order, then streamed), tuples with negatives and repeats,
+/// fresh and into a buffer, 1–3 threads, against the naive reference,
+/// which folds in the same order (so floats match to the bit).
+fn check_scatter_nd_reduction<T: Element>(
+    reduction: Reduction,
+    (rows, row_len, n): (usize, usize, usize),
+    value: impl Fn(usize) -> T,
+    combine: impl Fn(&T, &T) -> T,
+) {
+    assert!(rows * row_len * std::mem::size_of::<T>() >= 8 * MIB);
+    let values: Vec<T> = (0..rows * row_len).map(&value).collect();
+    let updates: Vec<T> = (0..n * row_len).map(|i| value(i * 7 + 1)).collect();
+    let data = Tensor::new(vec![rows, row_len], values.clone()).unwrap();
+    let update_tensor = Tensor::new(vec![n, row_len], updates.clone()).unwrap();
+    let wide = row_indices(n, rows);
+    let want =
+        reference_scatter_nd(&values, &[rows, row_len], &wide, &[n, 1], &updates, combine).unwrap();
+    let indices = index_tensor(DType::I64, &[n, 1], &wide);
+    let op = ScatterND::new().reduction(reduction);
+    for threads in [1, 2, 3] {
+        let fresh = in_pool(threads, || op.run(&data, &indices, &update_tensor).unwrap());
+        let mut into = Tensor::new(vec![rows, row_len], vec![value(1); rows * row_len]).unwrap();
+        in_pool(threads, || {
+            op.run_into(&data, &indices, &update_tensor, &mut into)
+                .unwrap()
+        });
+        for out in [&fresh, &into] {
+            assert!(
+                out.data::<T>().unwrap() == &want[..],
+                "{:?} {reduction:?} {threads} threads",
+                T::DTYPE
+            );
+        }
+    }
+}
+
+#[test]
+fn scatter_nd_adds_of_one_kib_rows_with_duplicates_fold_in_order() {
+    // More tuples than rows: most rows take several updates, some none.
+    let shape = (8192, 256, 12_000);
+    check_scatter_nd_reduction(
+        Reduction::Add,
+        shape,
+        |i| (i % 1000) as f32 * 0.1,
+        |a, b| a + b,
+    );
+}
+
+#[test]
+fn scatter_nd_max_of_long_rows_folds_each_row_in_pieces() {
+    // Rows of 16 KiB: each is folded in pieces of 4 KiB.
+    let shape = (1024, 2048, 1500);
+    check_scatter_nd_reduction(
+        Reduction::Max,
+        shape,
+        |i| (i * 37 % 1001) as i64 - 500,
+        |a, b| *a.max(b),
+    );
 }

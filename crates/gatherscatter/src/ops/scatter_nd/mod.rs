@@ -21,7 +21,7 @@ use crate::{TensorViewMut, TypedViewMut};
 
 mod slices;
 
-use slices::{combine_slices, scatter_slices, LastWriters};
+use slices::{combine_slices, scatter_slices, LastWriters, SliceTuples};
 
 /// The ScatterND operator.
 ///
@@ -436,6 +436,13 @@ impl<T: Element> CombineKernel<T> for ApplySlices<'_, T> {
     type Output = ();
 
     fn run<C: Combine<T>>(self) {
+        let out_bytes = std::mem::size_of_val(self.out);
+        if let Some(tuples) = SliceTuples::plan::<T>(out_bytes, self.offsets, self.block) {
+            if let Some(dst) = uninit::slot_bytes(self.out) {
+                tuples.write::<T, C, _>(dst, self.source, self.upd, self.block);
+                return;
+            }
+        }
         scatter_slices::<T, MaybeUninit<T>, C>(
             self.source,
             self.out,
@@ -546,12 +553,13 @@ mod tests {
         assert_eq!(out.data::<i64>().unwrap(), &[1, 2, 3, 4, 5, 6, 7, 8]);
     }
 
-    /// Forced streaming stores write an overwrite as a gather of slices at
-    /// any size: every byte of the fresh output is written once (Miri would
-    /// report a byte left out when the comparison reads it), runs of
-    /// untouched slices come from data, duplicates leave the last update.
+    /// Forced streaming stores write an overwrite or a reduction as a
+    /// gather of slices at any size: every byte of the fresh output is
+    /// written once (Miri would report a byte left out when the comparison
+    /// reads it), runs of untouched slices come from data, duplicates leave
+    /// the last update or fold in order.
     #[test]
-    fn overwrites_streamed_as_a_gather_of_slices_write_every_byte() {
+    fn outputs_streamed_as_a_gather_of_slices_write_every_byte() {
         let streaming = crate::tuning::Tuning::parse("stores=streaming").unwrap();
         let data = Tensor::new(vec![6, 3], (0..18).collect::<Vec<i16>>()).unwrap();
         let indices = Tensor::new(vec![3, 1], vec![4i64, -5, 4]).unwrap();
@@ -570,5 +578,17 @@ mod tests {
         })
         .unwrap();
         assert_eq!(into.data::<i16>().unwrap(), &expected);
+        // Reductions fold each slice from data and its tuples in order.
+        let add = ScatterND::new().reduction(Reduction::Add);
+        let sums = [
+            0, 1, 2, 106, 108, 110, 6, 7, 8, 9, 10, 11, 218, 221, 224, 15, 16, 17,
+        ];
+        let out = crate::tuning::scoped(streaming, || add.run(&data, &indices, &updates)).unwrap();
+        assert_eq!(out.data::<i16>().unwrap(), &sums);
+        crate::tuning::scoped(streaming, || {
+            add.run_into(&data, &indices, &updates, &mut into)
+        })
+        .unwrap();
+        assert_eq!(into.data::<i16>().unwrap(), &sums);
     }
 }
