@@ -102,7 +102,7 @@
 // `unsafe` is allowed in eight modules only, each a benchmark's finding
 // (docs/performance.md): `mem::stream` (x86-64 streaming stores),
 // `mem::prefetch` (cache hints), `mem::uninit` (fresh outputs not zeroed
-// first), `ops::gather::blocks` (Gather's streaming row copy),
+// first), `ops::blocks` (the streaming row copy of Gather and GatherND),
 // `ops::gather_elements::avx2` (AVX2 gathers),
 // `ops::embedding_bag::registers` (bag sums in AVX2 registers), `ieee`
 // (SSE max/min) and `float16` (F16C conversions); elsewhere only to call

@@ -47,7 +47,8 @@ pub use crate::mem::knobs::{
 
 pub use crate::mem::measured::CallTiming;
 use crate::mem::{cpu, stream};
-use crate::ops::gather::{measured_orders, measured_store_choices, source_order_min_source_bytes};
+use crate::ops::blocks::{measured_orders, source_order_min_source_bytes};
+use crate::ops::gather::measured_store_choices;
 use crate::ops::gather_elements::word_gather;
 use crate::ops::gather_elements::{measured_fetches, measured_word_loops};
 

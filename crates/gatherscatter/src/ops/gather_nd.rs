@@ -14,7 +14,7 @@ use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
 use crate::mem::stream;
 use crate::mem::uninit::{self, Slot};
-use crate::ops::gather::{fill_blocks, new_vec_of_blocks, stores_measured};
+use crate::ops::blocks::{fill_blocks, new_vec_of_blocks, stores_measured};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, join_parts, require_rank_at_least_1, SmallDims};

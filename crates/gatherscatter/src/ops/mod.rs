@@ -2,6 +2,7 @@
 //! kernels beside their rules), the [`op::Op`] list of them, and the output
 //! and shape helpers they share.
 
+pub(crate) mod blocks;
 pub mod embedding_bag;
 pub mod gather;
 pub mod gather_elements;

@@ -1,17 +1,17 @@
 //! Gather's kernels: the resolved indices turned into copies of whole
 //! blocks (the `inner` elements after the axis) from data to the output.
 
-use super::{blocks, measured_stores, GatherPlan};
+use super::{measured_stores, GatherPlan};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::index::takes_small_path;
-use crate::mem::cpu::last_level_cache_bytes;
-use crate::mem::knobs::{self, Stores};
+use crate::mem::knobs;
 use crate::mem::parallel;
 use crate::mem::prefetch;
 use crate::mem::stream;
 use crate::mem::uninit::{self, Slot};
 use crate::ops::alloc_output;
+use crate::ops::blocks::{self, stores_measured};
 use crate::tensor::{TypedTensor, TypedView};
 use std::mem::MaybeUninit;
 
@@ -114,7 +114,7 @@ impl Writing {
     /// Streaming stores for rows of a plain type under the stores in force
     /// (see [`crate::mem::stream::streams`]), except, under `auto`, long
     /// blocks whose source and output fit in the last-level cache together
-    /// (see [`CACHED_MIN_BLOCK_BYTES`]): those take the stores their first
+    /// (see [`blocks::CACHED_MIN_BLOCK_BYTES`]): those take the stores their first
     /// calls measured faster (ordinary stores under Miri, which cannot
     /// time).
     fn choose<T: Element>(data: TypedView<'_, T>, plan: &GatherPlan) -> Writing {
@@ -156,35 +156,6 @@ impl Writing {
         }
     }
 }
-
-/// Whether, under `stores`, a copy of blocks of `block_bytes` from a
-/// source of `src_bytes` into an output of `out_bytes` is one whose stores
-/// are chosen by measurement rather than by size: `auto`, blocks of
-/// [`CACHED_MIN_BLOCK_BYTES`] or more, source and output within the
-/// last-level cache.
-pub(crate) fn stores_measured(
-    stores: Stores,
-    out_bytes: usize,
-    block_bytes: usize,
-    src_bytes: usize,
-) -> bool {
-    stores == Stores::Auto
-        && block_bytes >= CACHED_MIN_BLOCK_BYTES
-        && out_bytes.saturating_add(src_bytes) <= last_level_cache_bytes()
-}
-
-/// Blocks at least this long, from a source that fits in the last-level
-/// cache with the output, may be copied with ordinary stores (`memcpy`)
-/// under `auto` whatever the output's size, where a repeated call then
-/// reads its source from cache and leaves its output there; whether it
-/// does is measured per class of call ([`measured_stores`]). 16 MiB of
-/// output from a 16 MiB source on the 32 MiB L3 of a Zen 5 (family 26
-/// model 2), one thread / two threads: blocks of 64 KiB 0.43 / 0.25 ms
-/// against 0.49 / 0.44 streamed, 16 KiB 0.43 / 0.25 against 0.43 / 0.40;
-/// blocks of 4 KiB still stream (0.46 / 0.42 against 0.61 / 0.32 cached),
-/// as does everything past the cache (32 MiB from 32 MiB: 64 KiB blocks
-/// 1.06 / 0.98 ms cached against 1.10 / 0.85).
-const CACHED_MIN_BLOCK_BYTES: usize = 16 << 10;
 
 /// Write the whole output into `out`, of `plan.output_len` elements.
 pub(super) fn fill<T: Element>(
@@ -510,6 +481,8 @@ fn copy_slice_blocks<W: Clone, O: Slot<W>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mem::cpu::last_level_cache_bytes;
+    use crate::mem::knobs::Stores;
     use crate::Complex64;
     use crate::{Gather, Tensor};
 

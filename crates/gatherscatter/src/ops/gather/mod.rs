@@ -4,15 +4,10 @@
 //! numpy `take` along `axis`, with `batch_dims` leading dimensions shared by
 //! data and indices (TensorFlow / MindSpore form).
 
-mod blocks;
 mod copy;
-mod measured_order;
 mod measured_stores;
 
-pub(crate) use self::blocks::{fill_blocks, new_vec_of_blocks, source_order_min_source_bytes};
-pub(crate) use self::copy::stores_measured;
 use self::copy::{execute, fill};
-pub(crate) use self::measured_order::timings as measured_orders;
 pub(crate) use self::measured_stores::timings as measured_store_choices;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};

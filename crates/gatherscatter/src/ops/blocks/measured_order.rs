@@ -12,7 +12,7 @@
 //! rule came from (the source past 1.5x the L3) the same source stayed in
 //! cache and output order won.
 //!
-//! So for copies in the uncertain range (see [`super::blocks`]) each
+//! So for copies in the uncertain range (see [`super`]) each
 //! class of call (source size and block size by powers of two, one task
 //! or several) is timed in output order, then source order, twice each,
 //! and keeps the faster.
