@@ -291,8 +291,7 @@ fn execute<T: Element>(
     plan: NdPlan,
 ) -> Result<TypedTensor<T>> {
     if let Some((src, block_bytes)) = streamed(data.data(), offsets, &plan) {
-        let source = |first| source_blocks(offsets, &plan, first);
-        if let Some(out) = new_vec_of_blocks::<T, _>(plan.output_len, src, block_bytes, source) {
+        if let Some(out) = fresh_streamed::<T>(src, block_bytes, offsets, &plan) {
             return Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out));
         }
     }
@@ -357,16 +356,35 @@ fn streamed<'d, T: Element>(
         plan.block.checked_mul(word)?,
         plan.output_len.checked_mul(word)?,
     );
+    // The store rule first: a small call stops there, before the divisions.
     let stores = knobs::in_force().stores;
+    let chosen = out_bytes > 0
+        && stream::streams(stores, out_bytes, block_bytes)
+        && !stores_measured(stores, out_bytes, block_bytes, src.len());
+    if !chosen {
+        return None;
+    }
     let blocks = plan.output_len.checked_div(plan.block)?;
     let whole = blocks * plan.block == plan.output_len
         && offsets.len() >= blocks
         && plan.batches > 0
         && offsets.len() / plan.batches > 0;
-    let chosen = out_bytes > 0
-        && stream::streams(stores, out_bytes, block_bytes)
-        && !stores_measured(stores, out_bytes, block_bytes, src.len());
-    (whole && chosen).then_some((src, block_bytes))
+    whole.then_some((src, block_bytes))
+}
+
+/// A fresh output written by Gather's streamed block copy (see
+/// [`streamed`]); `None` when it cannot be allocated. Out of line: the
+/// copy's code inlined into [`execute`] cost small calls, which never
+/// take it, more instructions.
+#[inline(never)]
+fn fresh_streamed<T: Element>(
+    src: &[u8],
+    block_bytes: usize,
+    offsets: &[usize],
+    plan: &NdPlan,
+) -> Option<Vec<T>> {
+    let source = |first| source_blocks(offsets, plan, first);
+    new_vec_of_blocks::<T, _>(plan.output_len, src, block_bytes, source)
 }
 
 /// The source slice (in slices of `plan.block` from data's start) of each
