@@ -21,7 +21,7 @@ use crate::{TensorViewMut, TypedViewMut};
 
 mod slices;
 
-use slices::{combine_slices, scatter_slices, LastWriters, SliceTuples};
+use slices::{combine_slices, scatter_slices, SliceTuples};
 
 /// The ScatterND operator.
 ///
@@ -342,19 +342,11 @@ impl ScatterND {
         let source = data.data();
         match self.reduction {
             Reduction::None => {
-                if let Some(writers) = LastWriters::plan(
-                    std::mem::size_of_val(out),
-                    std::mem::size_of::<T>(),
-                    offsets,
-                    block,
-                ) {
-                    let bytes = (T::as_bytes(source), T::as_bytes(upd));
-                    if let (Some(src), Some(upd)) = bytes {
-                        let block_bytes = block * std::mem::size_of::<T>();
-                        if let Some(dst) = T::as_bytes_mut(out) {
-                            writers.write(dst, src, upd, block_bytes);
-                            return Ok(());
-                        }
+                let tuples = SliceTuples::plan::<T>(std::mem::size_of_val(out), offsets, block);
+                if let Some(tuples) = tuples {
+                    if let Some(dst) = T::as_bytes_mut(out) {
+                        tuples.overwrite(dst, source, upd, block);
+                        return Ok(());
                     }
                 }
                 scatter_slices::<T::Word, T::Word, Overwrite>(
@@ -398,7 +390,7 @@ impl ScatterND {
     }
 }
 
-/// A fresh overwrite's output as a gather of slices ([`LastWriters`]), or
+/// A fresh overwrite's output as a gather of slices ([`SliceTuples`]), or
 /// `None` when the call does not take that path (a small output, slices
 /// shorter than a cache line, elements that are not plain bytes).
 fn overwrite_streamed<T: Element>(
@@ -407,15 +399,13 @@ fn overwrite_streamed<T: Element>(
     updates: &[T],
     block: usize,
 ) -> Option<Vec<T>> {
-    let (source, upd) = (T::as_bytes(data)?, T::as_bytes(updates)?);
-    let word = std::mem::size_of::<T>();
-    let writers = LastWriters::plan(source.len(), word, offsets, block)?;
+    let tuples = SliceTuples::plan::<T>(std::mem::size_of_val(data), offsets, block)?;
     let write = |slots: &mut [MaybeUninit<T>]| {
         let dst = uninit::slot_bytes(slots).ok_or(())?;
-        writers.write(dst, source, upd, block * word);
+        tuples.overwrite(dst, data, updates, block);
         Ok(())
     };
-    // SAFETY: `LastWriters::write` stores every byte of `dst`, all the
+    // SAFETY: `SliceTuples::overwrite` stores every byte of `dst`, all the
     // slots' bytes, before `write` returns `Ok`.
     #[allow(unsafe_code)]
     let written = unsafe { uninit::new_vec_of::<T, ()>(data.len(), write) };
@@ -439,7 +429,7 @@ impl<T: Element> CombineKernel<T> for ApplySlices<'_, T> {
         let out_bytes = std::mem::size_of_val(self.out);
         if let Some(tuples) = SliceTuples::plan::<T>(out_bytes, self.offsets, self.block) {
             if let Some(dst) = uninit::slot_bytes(self.out) {
-                tuples.write::<T, C, _>(dst, self.source, self.upd, self.block);
+                tuples.fold::<T, C, _>(dst, self.source, self.upd, self.block);
                 return;
             }
         }
