@@ -18,7 +18,8 @@ Workloads (float32 gradients, int64 indices, uniform random: duplicates):
   SEG_sum     segment_csr sum of 1M rows of 64 in 10k segments (#30's), against
               torch.segment_reduce
 torch's side is ``torch.autograd.grad`` of the forward's output with the
-gradient given (the forward run once, outside the timing). Before timing,
+gradient given (the forward run once, outside the timing); EB_max hands
+gatherscatter its forward's result the same way (``output=``). Before timing,
 the two gradients must agree (the same sums; summation order may differ in
 torch) and gatherscatter's 1- and 2-thread results must be bit-identical.
 The bar (issue #31) is 1.5x torch at the same thread count.
@@ -90,9 +91,12 @@ def fold_workloads(rng):
     t_indices, t_offsets = torch.from_numpy(indices), torch.from_numpy(offsets)
     for mode in ("sum", "max"):
         table = [rng.standard_normal(weight.shape).astype(np.float32)] if mode == "max" else [weight]
+        # max reads the forward's result, run once outside the timing as
+        # torch's forward is (which keeps its max indices for the backward).
+        out = gs.embedding_bag(table[0], indices, offsets, mode) if mode == "max" else None
         yield (f"EB_{mode}", table,
-               lambda threads, mode=mode, table=table: (gs.grad.embedding_bag(
-                   g_bags, table[0], indices, offsets, mode, threads=threads)[0],),
+               lambda threads, mode=mode, table=table, out=out: (gs.grad.embedding_bag(
+                   g_bags, table[0], indices, offsets, mode, output=out, threads=threads)[0],),
                lambda x, mode=mode: torch.nn.functional.embedding_bag(t_indices, x, t_offsets,
                                                                       mode=mode),
                g_bags)

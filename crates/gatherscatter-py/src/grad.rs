@@ -202,9 +202,10 @@ fn _segment_grad<'py>(
 }
 
 /// The gradients of ``embedding_bag`` with respect to ``weight`` and, when
-/// given, ``per_sample_weights`` (else ``None``), given ``grad_out``.
+/// given, ``per_sample_weights`` (else ``None``), given ``grad_out``; with
+/// ``output`` (the forward's result) max and min do not run the forward again.
 #[pyfunction]
-#[pyo3(signature = (weight, indices, offsets, grad_out, mode="mean", per_sample_weights=None, include_last_offset=false, padding_idx=None, *, threads=None))]
+#[pyo3(signature = (weight, indices, offsets, grad_out, mode="mean", per_sample_weights=None, include_last_offset=false, padding_idx=None, *, output=None, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn _embedding_bag_grad<'py>(
     py: Python<'py>,
@@ -216,6 +217,7 @@ fn _embedding_bag_grad<'py>(
     per_sample_weights: Option<&Bound<'py, PyAny>>,
     include_last_offset: bool,
     padding_idx: Option<i64>,
+    output: Option<&Bound<'py, PyAny>>,
     threads: Option<usize>,
 ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
     let mut op = EmbeddingBag::new(Aggregate::from_str(mode).map_err(to_py_err)?)
@@ -228,6 +230,7 @@ fn _embedding_bag_grad<'py>(
     for (given, name) in [
         (offsets, "offsets"),
         (per_sample_weights, "per_sample_weights"),
+        (output, "output"),
     ] {
         if let Some(given) = given {
             inputs.push(given);
@@ -238,9 +241,12 @@ fn _embedding_bag_grad<'py>(
     let views = views_of(&held)?;
     let named = |name: &str| names.iter().position(|n| *n == name).map(|k| views[k]);
     let (offsets, psw) = (named("offsets"), named("per_sample_weights"));
+    let output = named("output");
     let runner = Runner::new(threads, small(&views, arrays::bytes(&views[0])))?;
     let grads = runner
-        .work(py, || op.grad(views[0], views[1], offsets, psw, views[2]))
+        .work(py, || {
+            op.grad_with_output(views[0], views[1], offsets, psw, output, views[2])
+        })
         .map_err(to_py_err)?;
     let psw = match grads.per_sample_weights {
         Some(g) => Some(arrays::result(py, g, None)?),

@@ -195,3 +195,40 @@ def test_a_bag_max_tie_splits_where_torch_picks_one_row():
         grads.append(sorted(w.grad.flatten().tolist()))
     assert grads[0] == [0.0, 1.0]  # torch: all to the row it reports
     assert grads[1] == [0.5, 0.5]  # this library: split evenly, as for scatter_reduce
+
+
+@settings(max_examples=100, deadline=None)
+@given(bag_cases(), st.sampled_from(["max", "min", "sum", "mean"]))
+def test_embedding_bag_grads_given_the_forwards_output_are_the_same(case, mode):
+    rows, dim, sizes, padding, include_last_offset, rng = case
+    weight, indices, offsets = bag_inputs(rows, dim, sizes, include_last_offset, rng)
+    # Rounded values, so that bags often tie.
+    weight = np.round(weight)
+    grad_out = rng.standard_normal((len(sizes), dim))
+    out = gs.embedding_bag(weight, indices, offsets, mode, None, include_last_offset, padding)
+    args = (grad_out, weight, indices, offsets, mode, None, include_last_offset, padding)
+    plain = gs.grad.embedding_bag(*args)[0]
+    given = gs.grad.embedding_bag(*args, output=out)[0]
+    assert given.tobytes() == plain.tobytes()
+
+
+def test_embedding_bag_output_of_another_shape_or_dtype_is_refused():
+    weight = np.array([[1.0], [2.0]])
+    indices, offsets, grad_out = np.array([0, 1]), np.array([0]), np.ones((1, 1))
+    with pytest.raises(gs.ShapeError, match="output has shape"):
+        gs.grad.embedding_bag(grad_out, weight, indices, offsets, "max",
+                              output=np.ones((2, 1)))
+    with pytest.raises(gs.DTypeError):
+        gs.grad.embedding_bag(grad_out, weight, indices, offsets, "max",
+                              output=np.ones((1, 1), np.float32))
+
+
+def test_a_bag_max_changed_in_place_before_its_backward_is_refused():
+    torch = torch_or_skip()
+    import gatherscatter.torch as gst
+
+    w = torch.tensor([[1.0], [2.0]], requires_grad=True)
+    out = gst.embedding_bag(torch.tensor([0, 1]), w, torch.tensor([0]), mode="max")
+    out.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

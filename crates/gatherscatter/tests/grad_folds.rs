@@ -409,6 +409,11 @@ proptest! {
             .grad(&weight, &indices, Some((&offsets).into()), psw.as_ref().map(TensorView::from), &grad_out)
             .map_err(|e| TestCaseError::fail(format!("{case:?}: {e}")))?;
         prop_assert_eq!(grads.weight.shape(), &shape[..]);
+        // The forward's result handed in gives the same gradients, bit for bit.
+        let given = op
+            .grad_with_output(&weight, &indices, Some((&offsets).into()), psw.as_ref().map(TensorView::from), Some((&out).into()), &grad_out)
+            .map_err(|e| TestCaseError::fail(format!("{case:?}: {e}")))?;
+        prop_assert_eq!(&given, &grads);
         let what = format!("{:?} weight", case.mode);
         check_finite_differences(&what, weight.data::<f64>().unwrap(), grads.weight.data::<f64>().unwrap(), 1e-4, 1e-5, |v| {
             dot(&forward(&f64s(&shape, v.to_vec()), psw.as_ref()), &grad_out)
@@ -464,6 +469,64 @@ fn a_bag_max_splits_ties_evenly_and_counts_a_repeated_row_twice() {
         .unwrap();
     // Column 0: three tying entries share 3 (two are row 0). Column 1: row 0's two entries share 6.
     assert_eq!(grads.weight.data::<f64>().unwrap(), &[2.0, 6.0, 1.0, 0.0]);
+}
+
+#[test]
+fn a_bag_max_given_its_output_reads_ties_from_it_and_refuses_another_shape_or_dtype() {
+    let weight = f64s(&[2, 2], vec![5.0, 1.0, 5.0, 0.0]);
+    let indices = i64s(&[1, 3], vec![0, 1, 0]);
+    let grad_out = f64s(&[1, 2], vec![3.0, 6.0]);
+    let op = EmbeddingBag::new(Aggregate::Amax);
+    let output = op.run(&weight, &indices, None, None).unwrap();
+    let given = op
+        .grad_with_output(
+            &weight,
+            &indices,
+            None,
+            None,
+            Some((&output).into()),
+            &grad_out,
+        )
+        .unwrap();
+    assert_eq!(given.weight.data::<f64>().unwrap(), &[2.0, 6.0, 1.0, 0.0]);
+    // Values no entry ties take no gradient: column 1's 7.0 is nobody's.
+    let other = f64s(&[1, 2], vec![5.0, 7.0]);
+    let given = op
+        .grad_with_output(
+            &weight,
+            &indices,
+            None,
+            None,
+            Some((&other).into()),
+            &grad_out,
+        )
+        .unwrap();
+    assert_eq!(given.weight.data::<f64>().unwrap(), &[2.0, 0.0, 1.0, 0.0]);
+    let wrong_shape = f64s(&[2, 1], vec![5.0, 1.0]);
+    let err = op
+        .grad_with_output(
+            &weight,
+            &indices,
+            None,
+            None,
+            Some((&wrong_shape).into()),
+            &grad_out,
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    assert!(err.to_string().contains("output has shape [2, 1]"), "{err}");
+    let wrong_dtype = Tensor::new(vec![1, 2], vec![5.0f32, 1.0]).unwrap();
+    let err = op
+        .grad_with_output(
+            &weight,
+            &indices,
+            None,
+            None,
+            Some((&wrong_dtype).into()),
+            &grad_out,
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadDType);
 }
 
 #[test]

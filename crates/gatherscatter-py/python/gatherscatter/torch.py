@@ -257,15 +257,21 @@ class _EmbeddingBag(torch.autograd.Function):
     def forward(ctx: Any, input: torch.Tensor, weight: torch.Tensor, offsets: Any, mode: str,
                 per_sample_weights: Any, include_last_offset: bool,
                 padding_idx: Any) -> torch.Tensor:
-        saved = [input, weight]
-        saved += [t for t in (offsets, per_sample_weights) if t is not None]
-        ctx.save_for_backward(*saved)
-        ctx.given = (offsets is not None, per_sample_weights is not None)
-        ctx.args = (mode, include_last_offset, padding_idx)
         arrays = [None if t is None else _array(t) for t in (offsets, per_sample_weights)]
         out = _embedding_bag(_array(weight), _array(input), arrays[0], mode, arrays[1],
                              include_last_offset, padding_idx)
-        return _tensor(out, weight.dtype)
+        result = _tensor(out, weight.dtype)
+        # max and min read the result in the backward, which then need not
+        # run the forward again (PyTorch keeps its max indices alike); saved
+        # as a tensor, so that changing it in place is refused as for any
+        # saved tensor.
+        kept = result if mode in ("max", "min") else None
+        saved = [input, weight]
+        saved += [t for t in (offsets, per_sample_weights, kept) if t is not None]
+        ctx.save_for_backward(*saved)
+        ctx.given = (offsets is not None, per_sample_weights is not None, kept is not None)
+        ctx.args = (mode, include_last_offset, padding_idx)
+        return result
 
     @staticmethod
     @once_differentiable
@@ -273,12 +279,13 @@ class _EmbeddingBag(torch.autograd.Function):
         saved = list(ctx.saved_tensors)
         input, weight = saved[0], saved[1]
         rest = iter(saved[2:])
-        offsets, psw = (next(rest) if given else None for given in ctx.given)
+        offsets, psw, output = (next(rest) if given else None for given in ctx.given)
         mode, include_last_offset, padding_idx = ctx.args
         grad_weight, grad_psw = _grad.embedding_bag(
             _array(grad_out), _array(weight), _array(input),
             None if offsets is None else _array(offsets), mode,
-            None if psw is None else _array(psw), include_last_offset, padding_idx)
+            None if psw is None else _array(psw), include_last_offset, padding_idx,
+            output=None if output is None else _array(output))
         grad_psw = None if grad_psw is None else _tensor(grad_psw, grad_out.dtype)
         return (None, _tensor(grad_weight, grad_out.dtype), None, None, grad_psw, None, None)
 
