@@ -477,55 +477,26 @@ fn a_bag_max_given_its_output_reads_ties_from_it_and_refuses_another_shape_or_dt
     let indices = i64s(&[1, 3], vec![0, 1, 0]);
     let grad_out = f64s(&[1, 2], vec![3.0, 6.0]);
     let op = EmbeddingBag::new(Aggregate::Amax);
+    let given = |output: &Tensor| {
+        op.grad_with_output(
+            &weight,
+            &indices,
+            None,
+            None,
+            Some(output.into()),
+            &grad_out,
+        )
+    };
     let output = op.run(&weight, &indices, None, None).unwrap();
-    let given = op
-        .grad_with_output(
-            &weight,
-            &indices,
-            None,
-            None,
-            Some((&output).into()),
-            &grad_out,
-        )
-        .unwrap();
-    assert_eq!(given.weight.data::<f64>().unwrap(), &[2.0, 6.0, 1.0, 0.0]);
+    let grads = given(&output).unwrap();
+    assert_eq!(grads.weight.data::<f64>().unwrap(), &[2.0, 6.0, 1.0, 0.0]);
     // Values no entry ties take no gradient: column 1's 7.0 is nobody's.
-    let other = f64s(&[1, 2], vec![5.0, 7.0]);
-    let given = op
-        .grad_with_output(
-            &weight,
-            &indices,
-            None,
-            None,
-            Some((&other).into()),
-            &grad_out,
-        )
-        .unwrap();
-    assert_eq!(given.weight.data::<f64>().unwrap(), &[2.0, 0.0, 1.0, 0.0]);
-    let wrong_shape = f64s(&[2, 1], vec![5.0, 1.0]);
-    let err = op
-        .grad_with_output(
-            &weight,
-            &indices,
-            None,
-            None,
-            Some((&wrong_shape).into()),
-            &grad_out,
-        )
-        .unwrap_err();
+    let grads = given(&f64s(&[1, 2], vec![5.0, 7.0])).unwrap();
+    assert_eq!(grads.weight.data::<f64>().unwrap(), &[2.0, 0.0, 1.0, 0.0]);
+    let err = given(&f64s(&[2, 1], vec![5.0, 1.0])).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
     assert!(err.to_string().contains("output has shape [2, 1]"), "{err}");
-    let wrong_dtype = Tensor::new(vec![1, 2], vec![5.0f32, 1.0]).unwrap();
-    let err = op
-        .grad_with_output(
-            &weight,
-            &indices,
-            None,
-            None,
-            Some((&wrong_dtype).into()),
-            &grad_out,
-        )
-        .unwrap_err();
+    let err = given(&Tensor::new(vec![1, 2], vec![5.0f32, 1.0]).unwrap()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadDType);
 }
 

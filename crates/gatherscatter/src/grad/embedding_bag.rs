@@ -8,9 +8,8 @@
 
 use super::groups::{member_grads, Groups};
 use super::scalar::{on_scalars, OnScalars, Scalar};
-use super::{expect_grad_shape, require_differentiable};
+use super::{expect_grad_shape, expect_output_shape, require_differentiable};
 use crate::aggregate::Aggregate;
-use crate::display::Dims;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
 use crate::mem::prefetch::prefetch_items;
@@ -106,13 +105,7 @@ impl EmbeddingBag {
             "the gradient of EmbeddingBag on {} weight",
         )?;
         if let Some(output) = output {
-            if output.shape() != &plan.out_shape[..] {
-                return Err(Error::shape(format!(
-                    "output has shape {}, but the output of EmbeddingBag has shape {}",
-                    Dims(output.shape()),
-                    Dims(&plan.out_shape)
-                )));
-            }
+            expect_output_shape("output", &output, &plan.out_shape, "EmbeddingBag")?;
             require_same_dtype(
                 "output",
                 output.dtype(),

@@ -61,12 +61,22 @@ fn require_differentiable(what: &'static str, dtype: DType, op: &str) -> Result<
 }
 
 fn expect_grad_shape(grad_out: &TensorView<'_>, expected: &[usize], op: &str) -> Result<()> {
-    if grad_out.shape() == expected {
+    expect_output_shape("grad_out", grad_out, expected, op)
+}
+
+/// `given` (named `what`) has the shape of `op`'s output, `expected`.
+fn expect_output_shape(
+    what: &str,
+    given: &TensorView<'_>,
+    expected: &[usize],
+    op: &str,
+) -> Result<()> {
+    if given.shape() == expected {
         return Ok(());
     }
     Err(Error::shape(format!(
-        "grad_out has shape {}, but the output of {op} has shape {}",
-        Dims(grad_out.shape()),
+        "{what} has shape {}, but the output of {op} has shape {}",
+        Dims(given.shape()),
         Dims(expected)
     )))
 }
