@@ -252,22 +252,39 @@ fn check_scatter_nd_rows<T: Element>(
     .unwrap();
     for index_type in [DType::I64, DType::I32] {
         let indices = index_tensor(index_type, &[n, 1], &wide);
-        for threads in [1, 2, 3] {
-            let op = ScatterND::new();
-            let fresh = in_pool(threads, || op.run(&data, &indices, &update_tensor).unwrap());
-            let mut into =
-                Tensor::new(vec![rows, row_len], vec![value(1); rows * row_len]).unwrap();
-            in_pool(threads, || {
-                op.run_into(&data, &indices, &update_tensor, &mut into)
-                    .unwrap()
-            });
-            for out in [&fresh, &into] {
-                assert!(
-                    out.data::<T>().unwrap() == &want[..],
-                    "{:?} {index_type:?} {threads} threads",
-                    T::DTYPE
-                );
-            }
+        let inputs = [&data, &indices, &update_tensor];
+        check_fresh_and_into(
+            &ScatterND::new(),
+            inputs,
+            &want,
+            value(1),
+            &format!("{index_type:?}"),
+        );
+    }
+}
+
+/// `op` on `[data, indices, updates]` on 1–3 threads, fresh and into a
+/// buffer first filled with `filler`, gives `want`.
+fn check_fresh_and_into<T: Element>(
+    op: &ScatterND,
+    [data, indices, updates]: [&Tensor; 3],
+    want: &[T],
+    filler: T,
+    what: &str,
+) {
+    for threads in [1, 2, 3] {
+        let fresh = in_pool(threads, || op.run(data, indices, updates).unwrap());
+        let mut into =
+            Tensor::new(data.shape().to_vec(), vec![filler.clone(); data.len()]).unwrap();
+        in_pool(threads, || {
+            op.run_into(data, indices, updates, &mut into).unwrap()
+        });
+        for out in [&fresh, &into] {
+            assert!(
+                out.data::<T>().unwrap() == want,
+                "{:?} {what} {threads} threads",
+                T::DTYPE
+            );
         }
     }
 }
@@ -376,21 +393,8 @@ fn check_scatter_nd_reduction<T: Element>(
         reference_scatter_nd(&values, &[rows, row_len], &wide, &[n, 1], &updates, combine).unwrap();
     let indices = index_tensor(DType::I64, &[n, 1], &wide);
     let op = ScatterND::new().reduction(reduction);
-    for threads in [1, 2, 3] {
-        let fresh = in_pool(threads, || op.run(&data, &indices, &update_tensor).unwrap());
-        let mut into = Tensor::new(vec![rows, row_len], vec![value(1); rows * row_len]).unwrap();
-        in_pool(threads, || {
-            op.run_into(&data, &indices, &update_tensor, &mut into)
-                .unwrap()
-        });
-        for out in [&fresh, &into] {
-            assert!(
-                out.data::<T>().unwrap() == &want[..],
-                "{:?} {reduction:?} {threads} threads",
-                T::DTYPE
-            );
-        }
-    }
+    let inputs = [&data, &indices, &update_tensor];
+    check_fresh_and_into(&op, inputs, &want, value(1), &format!("{reduction:?}"));
 }
 
 #[test]
