@@ -159,11 +159,17 @@ impl SliceTuples {
         updates: &[T],
         block: usize,
     ) {
-        self.write(dst, data, updates, block, |to, _, tuples, _, avx| {
-            // A covered slice has at least one tuple.
-            let from = tuples[tuples.len() - 1] as usize * block;
-            stream_copy(avx, to, bytes(&updates[from..from + block]));
-        });
+        // Only the last tuple's update is read, so only it is fetched.
+        self.write(
+            dst,
+            (data, updates, block),
+            last,
+            |to, _, tuples, _, avx| {
+                // A covered slice has at least one tuple.
+                let from = tuples[tuples.len() - 1] as usize * block;
+                stream_copy(avx, to, bytes(&updates[from..from + block]));
+            },
+        );
     }
 
     /// Write `dst`, the output's bytes, as a reduction by `C`: each slice
@@ -180,9 +186,8 @@ impl SliceTuples {
         let piece = (FOLD_PIECE_BYTES / word.max(1)).clamp(1, block.max(1));
         self.write(
             dst,
-            data,
-            updates,
-            block,
+            (data, updates, block),
+            every,
             |to, from, tuples, folded, avx| {
                 for start in (0..block).step_by(piece) {
                     let len = piece.min(block - start);
@@ -207,15 +212,15 @@ impl SliceTuples {
     /// The walk both writes share: tasks own ranges of slices and write
     /// each byte of `dst` once, in order, runs of slices no tuple lands in
     /// from `data`, each other slice by `covered(its bytes of dst, data's
-    /// slice, its tuples, the task's buffer, the copy's AVX proof)`. Each
-    /// slice's updates are asked for a few KiB of output ahead: they come
-    /// in no order, where data's runs are read forward.
+    /// slice, its tuples, the task's buffer, the copy's AVX proof)`. The
+    /// updates of each slice's tuples that `covered` reads (`read` of its
+    /// tuples) are asked for a few KiB of output ahead: they come in no
+    /// order, where data's runs are read forward.
     fn write<T: Element, B: OutByte>(
         &self,
         dst: &mut [B],
-        data: &[T],
-        updates: &[T],
-        block: usize,
+        (data, updates, block): (&[T], &[T], usize),
+        read: fn(&[u32]) -> &[u32],
         covered: impl Fn(&mut [B], &[T], &[u32], &mut Vec<T>, Option<Avx>) + Sync,
     ) {
         let slices = self.starts.len() - 1;
@@ -232,7 +237,7 @@ impl SliceTuples {
             let mut s = first;
             while s < end {
                 while fetched < end.min(s + ahead) {
-                    for &k in self.tuples_of(fetched) {
+                    for &k in read(self.tuples_of(fetched)) {
                         let from = k as usize * block;
                         prefetch_items_to_l2(&updates[from..from + block]);
                     }
@@ -263,6 +268,16 @@ impl SliceTuples {
     fn tuples_of(&self, s: usize) -> &[u32] {
         &self.tuples[self.starts[s] as usize..self.starts[s + 1] as usize]
     }
+}
+
+/// The last of a slice's tuples (the one an overwrite reads).
+fn last(tuples: &[u32]) -> &[u32] {
+    &tuples[tuples.len().saturating_sub(1)..]
+}
+
+/// All of a slice's tuples (a reduction reads each).
+fn every(tuples: &[u32]) -> &[u32] {
+    tuples
 }
 
 /// A streaming copy, 32 bytes a store where the CPU has AVX2.
