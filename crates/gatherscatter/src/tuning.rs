@@ -10,7 +10,7 @@
 //! | knob | values | `auto` chooses by |
 //! |---|---|---|
 //! | `stores` | `cached`, `streaming` | output size against a quarter of the last-level cache; for Gather's blocks of 16 KiB or more whose source and output fit in that cache together, what its first calls measured faster for each class of output size, block size and task count |
-//! | `word_gather` | `scalar`, `vector` | for outputs from 1 MiB, what the first calls of each class of word size, index type, row size and task count measured faster; for smaller calls, that verdict once made, before it a measurement of both loops on first use, per word size and index type (ties to `vector`) |
+//! | `word_gather` | `scalar`, `vector` | GatherElements along the last axis (4- and 8-byte words) and along an outer one (1- to 8-byte words): for outputs from 1 MiB, what the first calls of each class of axis, word size, index type, data row or plane size and task count measured faster; for smaller calls, that verdict once made, before it a measurement of both last-axis loops on first use, per word size and index type (ties to `vector`; 1- and 2-byte words along an outer axis take `vector`) |
 //! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
 //! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
@@ -80,7 +80,7 @@ pub struct Report {
     /// The strategies chosen by timing this process's calls, one entry per
     /// class of call measured so far: Gather's row order (`block_order`)
     /// and stores for long blocks (`stores`), GatherElements' loop along
-    /// the last axis (`word_gather`) and fetch of each data row
+    /// the last axis and along outer ones (`word_gather`) and fetch of each data row
     /// (`row_fetch`).
     pub measured: Vec<CallTiming>,
 }

@@ -1,12 +1,14 @@
 //! GatherElements: the ONNX, DirectML and MindSpore seed examples, the
 //! smaller-off-axis regression, every profile rule, and a property test
 //! against the naive spec §1 reference (small shapes at the edges, and
-//! outer-axis shapes large enough for the packed column strips).
+//! outer-axis shapes large enough for the packed column strips, read by
+//! the scalar and the strided vector loop).
 
 mod common;
 mod pool;
 
 use common::*;
+use gatherscatter::tuning::{self, Tuning, WordGather};
 use gatherscatter::{
     f16, DType, Element, Error, ErrorKind, FeatureLevel, GatherElements, Profile, Tensor,
 };
@@ -761,10 +763,16 @@ fn long_last_axis_rows_match_reference_whichever_way_they_are_read() {
 proptest! {
     #![proptest_config(proptest_config(48))]
 
-    /// On 1 to 3 threads: the output splits by columns when rows are long.
+        /// On 1 to 3 threads (the output splits by columns when rows are
+    /// long), with the scalar loop and the strided vector one.
     #[test]
     fn outer_axis_strips_match_reference(case in strip_case(), threads in 1usize..=3) {
-        in_pool(threads, || for_dtype!(case.dtype, check_case(&case)))?;
+        for word_gather in [WordGather::Scalar, WordGather::Vector] {
+            let tuning = Tuning::AUTO.with_word_gather(word_gather);
+            in_pool(threads, || {
+                tuning::scoped(tuning, || for_dtype!(case.dtype, check_case(&case)))
+            })?;
+        }
     }
 }
 

@@ -432,3 +432,32 @@ fn last_axis_gathers_whose_loop_is_measured_equal_the_reference_on_every_call() 
         assert_measured("word_gather", class);
     }
 }
+
+/// GatherElements along the middle axis on 2-byte words by int32 indices,
+/// 1 MiB a call from 64 KiB planes: under `auto` its first calls take the
+/// scalar and the strided vector loop in turn. Every call, fresh and into
+/// a buffer, equals the naive reference, and the report names the class
+/// with its choice.
+#[test]
+fn middle_axis_gathers_whose_loop_is_measured_equal_the_reference_on_every_call() {
+    // Planes of 256 x 128 i16 (64 KiB), packed into strips; 1 MiB out.
+    let shape = [16usize, 256, 128];
+    let count: usize = shape.iter().product();
+    let values: Vec<i16> = (0..count).map(|k| (k % 30_011) as i16 - 15_000).collect();
+    let raw: Vec<i128> = (0..count)
+        .map(|k| ((k * 2_654_435_761) % 512) as i128 - 256)
+        .collect();
+    let expected = reference_gather_elements(&values, &shape, &raw, &shape, 1).unwrap();
+    let data = Tensor::new(shape.to_vec(), values).unwrap();
+    let indices = index_tensor(DType::I32, &shape, &raw);
+    let op = GatherElements::new(1);
+    every_call_gives(
+        || op.run(&data, &indices).unwrap(),
+        |into| op.run_into(&data, &indices, into).unwrap(),
+        &expected,
+    );
+    if tuning::report().avx2 {
+        let class = "2-byte words by 4-byte indices, planes of 64 KiB, one task";
+        assert_measured("word_gather", class);
+    }
+}

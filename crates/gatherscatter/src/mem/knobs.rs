@@ -31,15 +31,19 @@ pub enum Stores {
     Streaming,
 }
 
-/// How GatherElements reads 4- and 8-byte words along the last axis.
+/// How GatherElements reads words: 4- and 8-byte ones along the last axis,
+/// 1- to 8-byte ones along an outer axis (with `i64`, `i32` or `u16`
+/// indices; other index types are widened to `i64`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WordGather {
     /// Whichever of the two this process's calls measured faster, for
-    /// each word size, index type (`i64`, `i32`, `u16`; other index types
-    /// are widened to `i64`), data row size and task count; until a class
-    /// has its verdict, calls under 1 MiB take what a short measurement
-    /// on first use found faster on this CPU.
+    /// each axis (the last, or an outer one), word size, index type,
+    /// size of the data a row reads (a data row, or a plane) and task
+    /// count; until a class has its verdict, calls under 1 MiB take what a
+    /// short measurement on first use found faster on this CPU (along the
+    /// last axis, for 4- and 8-byte words; 1- and 2-byte words along an
+    /// outer axis take the gathers).
     #[default]
     Auto,
     /// One load per element.

@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use super::measured_fetch::Fetch;
 use super::measured_words::WordLoop;
-use super::word_gather::{vector_row, VectorRow};
+use super::word_gather::{strided_row, vector_row, StridedRow, VectorRow};
 use super::ElementsPlan;
 
 pub(super) fn execute<T: Element, I: IndexElement>(
@@ -142,10 +142,16 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     let tasks = parallel::tasks(std::mem::size_of_val(out), rows);
     let out_bytes = std::mem::size_of_val(out);
     let row_bytes = rule.size * std::mem::size_of::<W>();
+    let axis_stride = strides(data_shape)[axis];
+    let knob = tuning.word_gather;
     let words = innermost.then(|| {
-        WordLoop::<W, O, S::Index>::choose(tuning.word_gather, row_bytes, out_bytes, tasks)
+        WordLoop::<VectorRow<W, O, S::Index>>::last_axis(knob, row_bytes, out_bytes, tasks)
     });
     let vector = words.as_ref().is_some_and(|w| w.vector.is_some());
+    let strided = (!innermost).then(|| {
+        let plane_bytes = row_bytes.saturating_mul(axis_stride);
+        WordLoop::<StridedRow<W, O, S::Index>>::outer_axis(knob, plane_bytes, out_bytes, tasks)
+    });
     // While the loop itself is being timed, rows are read through.
     let fetch = Fetch::choose(
         tuning.row_fetch,
@@ -156,7 +162,7 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     );
     let geometry = RowGeometry {
         row_len,
-        axis_stride: strides(data_shape)[axis],
+        axis_stride,
         innermost,
         // Rows' words are stored one by one; the vector loops align their
         // own runs of streaming stores, so no run length is asked for.
@@ -166,10 +172,11 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         tile: outer_axis_tile::<W>(rule.size, row_len, packed),
         packed,
         axis_size: rule.size,
+        strided: strided.as_ref().is_some_and(|s| s.vector.is_some()),
     };
     if !geometry.innermost && tasks > 1 && row_len >= 64 * tasks {
         let tasks = tasks.min(row_len / 64);
-        return gather_outer_by_columns(
+        let done = gather_outer_by_columns(
             data,
             data_shape,
             indices_shape,
@@ -179,6 +186,10 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
             out,
             tasks,
         );
+        if let (Ok(()), Some(strided)) = (done, strided) {
+            strided.done(out_bytes);
+        }
+        return done;
     }
     let per_task = rows.div_ceil(tasks);
     let done = parallel::try_for_each_chunk(out, per_task * row_len, |task, dst| {
@@ -191,6 +202,9 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         fetch.done(out_bytes);
         if let Some(words) = words {
             words.done(out_bytes);
+        }
+        if let Some(strided) = strided {
+            strided.done(out_bytes);
         }
     }
     done
@@ -262,6 +276,8 @@ struct RowGeometry {
     /// Outer axis: column tiles are read from packed strips.
     packed: bool,
     axis_size: usize,
+    /// Outer axis: row pieces of words take the strided vector loop.
+    strided: bool,
 }
 
 /// Fill whole rows `dst`, the output from flat position `first` on, from
@@ -307,6 +323,7 @@ fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
         }
         return done;
     }
+
     if !geometry.packed && tile >= row_len {
         return gather_whole_rows(data, geometry, rule, bases, (indices, first), out);
     }
@@ -350,7 +367,7 @@ const NEXT_PLANE_MAX_BYTES: usize = 32 << 10;
 /// cost more than the row's few elements (a [4096, 256, 4] float32 along
 /// the middle axis, rows of 4). `out` holds whole rows from flat position
 /// `first` on.
-fn gather_whole_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
+fn gather_whole_rows<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
     data: &[W],
     geometry: &RowGeometry,
     rule: &AxisRule,
@@ -361,6 +378,7 @@ fn gather_whole_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
     let row_len = geometry.row_len;
     let stride = geometry.axis_stride;
     let plane = geometry.axis_size * stride;
+    let vector = strided_row::<W, O, R::Index>(geometry.strided);
     let fetch_planes =
         std::mem::size_of_val(data.get(..plane).unwrap_or(data)) <= NEXT_PLANE_MAX_BYTES;
     let shift = rule.negative_shift();
@@ -385,8 +403,15 @@ fn gather_whole_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
                 let width = (row_len - column).min(dst.len() - done);
                 let piece = &mut dst[done..done + width];
                 let values = &idx[done..done + width];
-                gather_row_piece(from_base, stride, shift, rule.size, column, values, piece)
-                    .map_err(|j| at + offset + done + j)?;
+                gather_row_piece(
+                    from_base,
+                    (stride, rule.size),
+                    (shift, column),
+                    values,
+                    piece,
+                    vector,
+                )
+                .map_err(|j| at + offset + done + j)?;
                 done += width;
                 column = 0;
             }
@@ -404,15 +429,26 @@ fn gather_whole_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
 #[inline]
 fn gather_row_piece<W: Clone, O: Slot<W>, X: KernelIndex>(
     from_base: &[W],
-    stride: usize,
-    shift: i64,
-    size: usize,
-    column: usize,
+    (stride, size): (usize, usize),
+    (shift, column): (i64, usize),
     indices: &[X],
     dst: &mut [O],
+    vector: Option<StridedRow<W, O, X>>,
 ) -> std::result::Result<(), usize> {
     let column = from_base.get(column..).unwrap_or_default();
-    for (j, (d, &v)) in dst.iter_mut().zip(indices).enumerate() {
+    // The vector loop writes a prefix; the scalar loop takes the rest (the
+    // tail, or the group holding a bad index, to name it).
+    let done = match vector {
+        // Fewer than a group (four 8-byte words, else eight): the call
+        // would write nothing.
+        Some(gather) if dst.len() >= 32 / std::mem::size_of::<W>().clamp(4, 8) => {
+            gather(column, (stride, size), indices, shift, dst)
+        }
+        _ => 0,
+    };
+    let rest = dst.get_mut(done..).unwrap_or_default().iter_mut();
+    let pairs = rest.zip(indices.get(done..).unwrap_or_default());
+    for (j, (d, &v)) in (done..).zip(pairs) {
         let i = position_shifted(v.wide(), shift);
         if i >= size {
             return Err(j);
@@ -427,7 +463,7 @@ fn gather_row_piece<W: Clone, O: Slot<W>, X: KernelIndex>(
 /// the indices, whose whole rows from flat position `first` on are these
 /// rows'. `Err(k)` at the first bad index, at flat position `k`.
 #[allow(clippy::too_many_arguments)]
-fn gather_tile<'o, W: Clone, O: Slot<W> + 'o, R: ReadIndices>(
+fn gather_tile<'o, W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
     data: &[W],
     geometry: &RowGeometry,
     rule: &AxisRule,
@@ -440,6 +476,7 @@ fn gather_tile<'o, W: Clone, O: Slot<W> + 'o, R: ReadIndices>(
     let row_len = geometry.row_len;
     let width = columns.len();
     let (shift, size) = (rule.negative_shift(), rule.size);
+    let vector = strided_row::<W, O, R::Index>(geometry.strided);
     for (r, (base, dst)) in bases.zip(pieces).enumerate() {
         let at = first + r * row_len + columns.start;
         if width < row_len {
@@ -459,8 +496,15 @@ fn gather_tile<'o, W: Clone, O: Slot<W> + 'o, R: ReadIndices>(
         };
         indices.try_chunks(at..at + width, |offset, idx| {
             let dst = &mut dst[offset..offset + idx.len()];
-            gather_row_piece(from_base, stride, shift, size, column + offset, idx, dst)
-                .map_err(|j| at + offset + j)
+            gather_row_piece(
+                from_base,
+                (stride, size),
+                (shift, column + offset),
+                idx,
+                dst,
+                vector,
+            )
+            .map_err(|j| at + offset + j)
         })?;
     }
     Ok(())
@@ -628,7 +672,11 @@ pub(super) fn gather_within_row<W: Clone, O: Slot<W>, R: ReadIndices>(
 /// task would walk the whole axis strip: at 2 threads, 8 tasks read the data
 /// 8 times.) Column tiles as in the one-task loop.
 #[allow(clippy::too_many_arguments)]
-fn gather_outer_by_columns<W: Clone + Send + Sync, O: Slot<W>, S: IndexSource>(
+fn gather_outer_by_columns<
+    W: Clone + Send + Sync + 'static,
+    O: Slot<W> + 'static,
+    S: IndexSource,
+>(
     data: &[W],
     data_shape: &[usize],
     indices_shape: &[usize],
@@ -645,6 +693,7 @@ fn gather_outer_by_columns<W: Clone + Send + Sync, O: Slot<W>, S: IndexSource>(
         let (c0, c1) = (cuts[t], cuts[t + 1]);
         let mut strip = Strip::new(geometry);
         let mut indices = indices.reader();
+
         for t0 in (c0..c1).step_by(geometry.tile) {
             let columns = t0..(t0 + geometry.tile).min(c1);
             let (t0, t1) = (columns.start - c0, columns.end - c0);

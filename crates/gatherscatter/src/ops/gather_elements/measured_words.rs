@@ -1,8 +1,10 @@
-//! Which loop GatherElements runs along the last axis for calls that move
-//! megabytes: the AVX2 gathers or the scalar loop, timed on the calls
-//! themselves ([`crate::mem::measured`]), where the first-use measurement
-//! of [`super::word_gather`] decides smaller calls until their class has a
-//! verdict.
+//! Which loop GatherElements runs for calls that move megabytes: the AVX2
+//! gathers or the scalar loop, along the last axis ([`VectorRow`]) and
+//! along an outer one ([`StridedRow`]), timed on the calls themselves
+//! ([`crate::mem::measured`]). Smaller calls, and each class's first ones
+//! until it has a verdict, take what the first-use measurement of
+//! [`super::word_gather`] found faster for the last axis' 4- and 8-byte
+//! words.
 //!
 //! That first-use measurement times 0.06-0.2 ms loops, too short for a
 //! shared machine: on a 2-vCPU AMD EPYC family 25 model 1 (Zen 3) VM,
@@ -12,27 +14,34 @@
 //! vector against 5.06-5.40 scalar on one thread, 2.57-2.71 against
 //! 2.83-3.00 on two.
 //!
-//! So each class of call (word size, index type, data row size by powers
-//! of two, one task or several) is timed with the scalar loop, then the
-//! vector loop, twice each, and keeps the faster.
+//! So each class of call (which axis, word size, index type, the size of
+//! the data a row reads from by powers of two, one task or several) is
+//! timed with the scalar loop, then the vector loop, twice each, and keeps
+//! the faster. Along the last axis a row reads one data row; along an
+//! outer one, a plane (the axis times the dims after it), which decides
+//! whether its gathers hit L1, L2 or memory.
 
 use std::time::Instant;
 
-use super::word_gather::{vector_row, VectorRow};
+use super::word_gather::{measured, strided_row, vector_row, StridedRow, VectorRow};
 use crate::mem::knobs::WordGather;
 use crate::mem::measured::{CallTiming, TwoWays};
 
-/// The word sizes with a vector loop, in bytes.
-const WORD_BYTES: [usize; 2] = [4, 8];
+/// The word sizes with a vector loop, in bytes (the last axis has loops
+/// for 4- and 8-byte words only).
+const WORD_BYTES: [usize; 4] = [1, 2, 4, 8];
 /// The index types the vector loops read, by width in bytes.
 const INDEX_BYTES: [usize; 3] = [8, 4, 2];
-/// Data row classes: 64 bytes to 1 MiB by powers of two, the ends holding
-/// everything beyond.
+/// Classes of the data a row reads (a row, or a plane): 64 bytes to 1 MiB
+/// by powers of two, the ends holding everything beyond.
 const MIN_ROW_LOG2: u32 = 6;
 const ROW_CLASSES: usize = 15;
 /// One task, or several.
 const TASK_CLASSES: usize = 2;
-const CLASSES: usize = WORD_BYTES.len() * INDEX_BYTES.len() * ROW_CLASSES * TASK_CLASSES;
+/// The last axis, or an outer one.
+const AXIS_CLASSES: usize = 2;
+const CLASSES: usize =
+    AXIS_CLASSES * WORD_BYTES.len() * INDEX_BYTES.len() * ROW_CLASSES * TASK_CLASSES;
 
 /// Outputs from this size on are timed: long enough to time with two
 /// clock reads.
@@ -45,6 +54,8 @@ static MEASURED: TwoWays<CLASSES> = TwoWays::new();
 /// The class of a call: which measurements it shares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Class {
+    /// Along an outer axis (rows of indices read planes of data).
+    outer: bool,
     word: usize,
     index: usize,
     row_log2: u32,
@@ -52,11 +63,17 @@ struct Class {
 }
 
 impl Class {
-    fn of(word_bytes: usize, index_bytes: usize, row_bytes: usize, tasks: usize) -> Option<Class> {
+    fn of(
+        outer: bool,
+        (word_bytes, index_bytes): (usize, usize),
+        row_bytes: usize,
+        tasks: usize,
+    ) -> Option<Class> {
         let word = WORD_BYTES.iter().position(|&b| b == word_bytes)?;
         let index = INDEX_BYTES.iter().position(|&b| b == index_bytes)?;
         let top = MIN_ROW_LOG2 + ROW_CLASSES as u32 - 1;
         Some(Class {
+            outer,
             word,
             index,
             row_log2: row_bytes.max(1).ilog2().clamp(MIN_ROW_LOG2, top),
@@ -66,15 +83,18 @@ impl Class {
 
     fn slot(self) -> usize {
         let row = (self.row_log2 - MIN_ROW_LOG2) as usize;
-        let kind = self.word * INDEX_BYTES.len() + self.index;
+        let kind = (usize::from(self.outer) * WORD_BYTES.len() + self.word) * INDEX_BYTES.len()
+            + self.index;
         (kind * ROW_CLASSES + row) * TASK_CLASSES + usize::from(self.split)
     }
 
     fn from_slot(slot: usize) -> Class {
         let rest = slot / TASK_CLASSES;
         let kind = rest / ROW_CLASSES;
+        let word = kind / INDEX_BYTES.len();
         Class {
-            word: kind / INDEX_BYTES.len(),
+            outer: word >= WORD_BYTES.len(),
+            word: word % WORD_BYTES.len(),
             index: kind % INDEX_BYTES.len(),
             row_log2: MIN_ROW_LOG2 + (rest % ROW_CLASSES) as u32,
             split: slot % TASK_CLASSES == 1,
@@ -82,7 +102,8 @@ impl Class {
     }
 
     /// How the report names the class: `8-byte words by 8-byte indices,
-    /// rows of 2 KiB, one task`.
+    /// rows of 2 KiB, one task` (the last axis), `2-byte words by 4-byte
+    /// indices, planes of 64 KiB, split` (an outer axis).
     fn describe(self) -> String {
         let row = 1u64 << self.row_log2;
         let row = match row >> 10 {
@@ -90,54 +111,96 @@ impl Class {
             kib => format!("{kib} KiB"),
         };
         format!(
-            "{}-byte words by {}-byte indices, rows of {row}, {}",
+            "{}-byte words by {}-byte indices, {} of {row}, {}",
             WORD_BYTES[self.word],
             INDEX_BYTES[self.index],
+            if self.outer { "planes" } else { "rows" },
             if self.split { "split" } else { "one task" }
         )
     }
 }
 
-/// One call's loop, and the class whose measurement its time joins.
-pub(super) struct WordLoop<W, O, X> {
+/// One call's loop (`K`, a [`VectorRow`] or a [`StridedRow`]), and the
+/// class whose measurement its time joins.
+pub(super) struct WordLoop<K> {
     /// The vector loop, when the call takes it.
-    pub vector: Option<VectorRow<W, O, X>>,
+    pub vector: Option<K>,
     timing: Option<(Class, Instant)>,
 }
 
-impl<W: 'static, O: 'static, X: 'static> WordLoop<W, O, X> {
+impl<W: 'static, O: 'static, X: 'static> WordLoop<VectorRow<W, O, X>> {
     /// The loop for a call gathering words `W` into slots `O` through
-    /// indices `X` from data rows of `row_bytes`, writing `out_bytes` on
-    /// `tasks` tasks: forced by `knob`; under `auto`, timed for calls of
-    /// at least [`TIMED_MIN_OUTPUT`] (not under Miri, which cannot time),
-    /// and for smaller ones the verdict of their class once it has one,
-    /// else the first-use measurement.
-    pub(super) fn choose(
+    /// indices `X` along the last axis, from data rows of `row_bytes`.
+    pub(super) fn last_axis(
         knob: WordGather,
         row_bytes: usize,
         out_bytes: usize,
         tasks: usize,
-    ) -> WordLoop<W, O, X> {
+    ) -> Self {
+        let class = Class::of(false, (size_of::<W>(), size_of::<X>()), row_bytes, tasks);
+        let kernel = vector_row::<W, O, X>(WordGather::Vector);
+        let first_use = || vector_row::<W, O, X>(WordGather::Auto).is_some();
+        Self::choose(knob, (class, kernel), first_use, out_bytes)
+    }
+}
+
+impl<W: 'static, O: 'static, X: 'static> WordLoop<StridedRow<W, O, X>> {
+    /// The loop for a call gathering words `W` into slots `O` through
+    /// indices `X` along an outer axis, from data planes of `plane_bytes`.
+    /// Before its class has a verdict: the vector loop, unless the
+    /// first-use measurement of the last axis' loops found the scalar one
+    /// faster for this word and index size (it times 4- and 8-byte words).
+    pub(super) fn outer_axis(
+        knob: WordGather,
+        plane_bytes: usize,
+        out_bytes: usize,
+        tasks: usize,
+    ) -> Self {
+        let sizes = (size_of::<W>(), size_of::<X>());
+        let class = Class::of(true, sizes, plane_bytes, tasks);
+        let kernel = strided_row::<W, O, X>(true);
+        let first_use = || measured(sizes.0, sizes.1).is_none_or(|m| m.vector_wins());
+        Self::choose(knob, (class, kernel), first_use, out_bytes)
+    }
+}
+
+impl<K: Copy> WordLoop<K> {
+    /// The loop for a call of `class` whose vector loop is `kernel` (none
+    /// where the CPU or the types have none), writing `out_bytes`: forced
+    /// by `knob`; under `auto`, timed for calls of at least
+    /// [`TIMED_MIN_OUTPUT`] (not under Miri, which cannot time), and for
+    /// smaller ones the verdict of their class once it has one, else what
+    /// `first_use` says.
+    fn choose(
+        knob: WordGather,
+        (class, kernel): (Option<Class>, Option<K>),
+        first_use: impl FnOnce() -> bool,
+        out_bytes: usize,
+    ) -> WordLoop<K> {
         let untimed = |vector| WordLoop {
             vector,
             timing: None,
         };
-        let class = Class::of(size_of::<W>(), size_of::<X>(), row_bytes, tasks);
-        let (Some(class), WordGather::Auto, Some(kernel)) =
-            (class, knob, vector_row::<W, O, X>(WordGather::Vector))
-        else {
-            return untimed(vector_row(knob));
+        let Some(kernel) = kernel else {
+            return untimed(None);
         };
-        let slot = class.slot();
+        match knob {
+            WordGather::Scalar => return untimed(None),
+            WordGather::Vector => return untimed(Some(kernel)),
+            WordGather::Auto => {}
+        }
+        let Some(slot) = class.map(Class::slot) else {
+            return untimed(first_use().then_some(kernel));
+        };
         if MEASURED.settled(slot) {
             return untimed(MEASURED.second(slot).then_some(kernel));
         }
         if out_bytes < TIMED_MIN_OUTPUT || cfg!(miri) {
-            return untimed(vector_row(knob));
+            return untimed(first_use().then_some(kernel));
         }
         WordLoop {
             vector: MEASURED.second(slot).then_some(kernel),
-            timing: Some((class, Instant::now())),
+            timing: class.map(|class| (class, Instant::now())),
         }
     }
 
@@ -169,48 +232,62 @@ mod tests {
     use std::mem::MaybeUninit;
 
     #[test]
-    fn classes_are_word_index_row_size_and_whether_the_call_is_split() {
-        let f64_rows = Class::of(8, 8, 2048, 1).unwrap();
+    fn classes_are_axis_word_index_data_size_and_whether_the_call_is_split() {
+        let f64_rows = Class::of(false, (8, 8), 2048, 1).unwrap();
         assert_eq!(
             f64_rows.describe(),
             "8-byte words by 8-byte indices, rows of 2 KiB, one task"
         );
         assert_eq!(
-            Class::of(4, 2, 100, 2).unwrap().describe(),
+            Class::of(false, (4, 2), 100, 2).unwrap().describe(),
             "4-byte words by 2-byte indices, rows of 64 B, split"
         );
-        assert_eq!(Class::of(2, 8, 2048, 1), None);
-        assert_eq!(Class::of(4, 1, 2048, 1), None);
-        assert_eq!(Class::of(4, 4, usize::MAX, 1).unwrap().row_log2, 20);
+        assert_eq!(
+            Class::of(true, (2, 4), 64 << 10, 2).unwrap().describe(),
+            "2-byte words by 4-byte indices, planes of 64 KiB, split"
+        );
+        assert_eq!(Class::of(false, (16, 8), 2048, 1), None);
+        assert_eq!(Class::of(true, (4, 1), 2048, 1), None);
+        assert_eq!(
+            Class::of(false, (4, 4), usize::MAX, 1).unwrap().row_log2,
+            20
+        );
         for slot in 0..CLASSES {
             assert_eq!(Class::from_slot(slot).slot(), slot);
         }
     }
 
-    #[test]
-    fn large_calls_are_timed_scalar_first_and_forced_or_small_ones_are_not() {
-        type Loop = WordLoop<u64, MaybeUninit<u64>, i32>;
-        let auto = WordGather::Auto;
-        let large = Loop::choose(auto, 4096, 16 << 20, 1);
-        let has_vector = vector_row::<u64, MaybeUninit<u64>, i32>(WordGather::Vector).is_some();
+    /// A large call under `auto` is timed, the scalar loop first; a
+    /// smaller one is not; a forced one takes what it is told.
+    fn check_timing<K: Copy>(large: WordLoop<K>, small: WordLoop<K>, forced: [bool; 2]) {
+        let has_vector = forced[1];
         match large.timing {
             Some(_) => assert!(large.vector.is_none(), "the scalar loop is timed first"),
             None => assert!(cfg!(miri) || !has_vector, "a large call is timed"),
         }
-        let small = Loop::choose(auto, 4096, (1 << 20) - 8, 1);
         assert!(!small.timed());
+        assert!(!forced[0]);
+    }
+
+    #[test]
+    fn large_calls_are_timed_scalar_first_and_forced_or_small_ones_are_not() {
+        type Rows = WordLoop<VectorRow<u64, MaybeUninit<u64>, i32>>;
+        type Planes = WordLoop<StridedRow<u16, MaybeUninit<u16>, i64>>;
+        let (auto, knobs) = (WordGather::Auto, [WordGather::Scalar, WordGather::Vector]);
+        let has_vector = vector_row::<u64, MaybeUninit<u64>, i32>(WordGather::Vector).is_some();
+        let rows = |knob, out| Rows::last_axis(knob, 4096, out, 1);
+        let forced = knobs.map(|knob| rows(knob, 16 << 20).vector.is_some());
+        assert_eq!(forced, [false, has_vector]);
+        check_timing(rows(auto, 16 << 20), rows(auto, (1 << 20) - 8), forced);
+        let planes = |knob, out| Planes::outer_axis(knob, 1 << 16, out, 2);
+        let forced = knobs.map(|knob| planes(knob, 16 << 20).vector.is_some());
+        assert_eq!(forced, [false, has_vector]);
+        check_timing(planes(auto, 16 << 20), planes(auto, (1 << 20) - 8), forced);
+        // A small last-axis call takes what the first-use measurement found.
         let first_use = vector_row::<u64, MaybeUninit<u64>, i32>(auto).is_some();
-        assert_eq!(small.vector.is_some(), first_use);
-        for (knob, vector) in [
-            (WordGather::Scalar, false),
-            (WordGather::Vector, has_vector),
-        ] {
-            let forced = Loop::choose(knob, 4096, 16 << 20, 1);
-            assert!(!forced.timed());
-            assert_eq!(forced.vector.is_some(), vector);
-        }
-        // No vector loop for 2-byte words: nothing to time.
-        let words = WordLoop::<u16, u16, i64>::choose(auto, 4096, 16 << 20, 1);
+        assert_eq!(rows(auto, (1 << 20) - 8).vector.is_some(), first_use);
+        // No vector loop for 2-byte words along the last axis: nothing to time.
+        let words = WordLoop::<VectorRow<u16, u16, i64>>::last_axis(auto, 4096, 16 << 20, 1);
         assert!(!words.timed() && words.vector.is_none());
     }
 }

@@ -1,5 +1,6 @@
-//! Which loop reads rows of 4- and 8-byte words along the last axis: the
-//! AVX2 gathers ([`super::avx2`]) or the scalar loop. Gather instructions
+//! Which loop reads rows of 4- and 8-byte words along the last axis, and
+//! row pieces of 1- to 8-byte words along an outer one: the AVX2 gathers
+//! ([`super::avx2`]) or the scalar loop. Gather instructions
 //! are fast on some CPUs and microcoded on others, so under
 //! [`WordGather::Auto`] the choice is a measurement: on first use, each
 //! word size and index type times both loops on rows that sit in L2,
@@ -10,7 +11,7 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::avx2::VectorIndex;
+use super::avx2::{StridedIndex, VectorIndex};
 use super::kernels::gather_within_row;
 use crate::index::{AxisRule, InPlace, KernelIndex};
 use crate::mem::cpu::avx2_available;
@@ -67,6 +68,51 @@ fn vector_row_for<W: 'static, O: 'static, X: 'static, Y: VectorIndex + 'static>(
     kernels
         .into_iter()
         .find_map(|kernel| kernel.downcast_ref::<VectorRow<W, O, X>>())
+        .copied()
+}
+
+/// A vector loop for a row piece along an outer axis: writes
+/// `dst[j] = plane[p_j * stride + j]` (for the given stride and axis
+/// size; each negative index shifted by the given amount) for a prefix of
+/// `dst` and returns its length (0 when the CPU cannot run it). See
+/// [`super::avx2::gather_strided_u32s`].
+pub(super) type StridedRow<W, O, X> = fn(&[W], (usize, usize), &[X], i64, &mut [O]) -> usize;
+
+/// The strided vector loop for words `W` in slots `O` and indices `X`,
+/// when `taken` and there is one: 1-, 2-, 4- and 8-byte words, `i64`,
+/// `i32` and `u16` indices.
+pub(super) fn strided_row<W: 'static, O: 'static, X: 'static>(
+    taken: bool,
+) -> Option<StridedRow<W, O, X>> {
+    if !taken {
+        return None;
+    }
+    match std::mem::size_of::<X>() {
+        8 => strided_row_for::<W, O, X, i64>(),
+        4 => strided_row_for::<W, O, X, i32>(),
+        2 => strided_row_for::<W, O, X, u16>(),
+        _ => None,
+    }
+}
+
+/// The strided loop for `W`, `O` and `X` among those for indices `Y`:
+/// `None` unless `X` is `Y`.
+fn strided_row_for<W: 'static, O: 'static, X: 'static, Y: StridedIndex + 'static>(
+) -> Option<StridedRow<W, O, X>> {
+    use super::avx2::gather_strided as g;
+    let kernels: [&dyn std::any::Any; 8] = [
+        &(g::<u8, u8, Y> as StridedRow<u8, u8, Y>),
+        &(g::<u8, MaybeUninit<u8>, Y> as StridedRow<u8, MaybeUninit<u8>, Y>),
+        &(g::<u16, u16, Y> as StridedRow<u16, u16, Y>),
+        &(g::<u16, MaybeUninit<u16>, Y> as StridedRow<u16, MaybeUninit<u16>, Y>),
+        &(g::<u32, u32, Y> as StridedRow<u32, u32, Y>),
+        &(g::<u32, MaybeUninit<u32>, Y> as StridedRow<u32, MaybeUninit<u32>, Y>),
+        &(g::<u64, u64, Y> as StridedRow<u64, u64, Y>),
+        &(g::<u64, MaybeUninit<u64>, Y> as StridedRow<u64, MaybeUninit<u64>, Y>),
+    ];
+    kernels
+        .into_iter()
+        .find_map(|kernel| kernel.downcast_ref::<StridedRow<W, O, X>>())
         .copied()
 }
 

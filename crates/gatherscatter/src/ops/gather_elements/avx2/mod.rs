@@ -1,5 +1,6 @@
-//! AVX2 gathers for GatherElements along the last axis: x86-64 intrinsics
-//! behind safe slice functions, chosen at run time.
+//! AVX2 gathers for GatherElements along the last axis (here) and along an
+//! outer one ([`strided`]): x86-64 intrinsics behind safe slice functions,
+//! chosen at run time.
 //!
 //! Along the last axis each output element reads one word of a data row
 //! that sits in cache, so the scalar loop is bound by instructions (load
@@ -15,6 +16,10 @@
 //! runs only when the crate is built with `-C target-feature=+avx2`, which
 //! CI does for this module's tests.
 #![allow(unsafe_code)]
+
+mod strided;
+
+pub(crate) use strided::{gather_strided, StridedIndex};
 
 use crate::mem::cpu::avx2_available;
 use crate::mem::uninit::Slot;
@@ -207,7 +212,11 @@ mod x86 {
     /// # Safety
     /// AVX2 must be available; `at` must point to four readable `i64`s.
     #[target_feature(enable = "avx2")]
-    unsafe fn positions(at: *const i64, shift: __m256i, size: __m256i) -> (__m256i, bool) {
+    pub(super) unsafe fn positions(
+        at: *const i64,
+        shift: __m256i,
+        size: __m256i,
+    ) -> (__m256i, bool) {
         // SAFETY: the caller guarantees four readable i64s at `at`; the load
         // tolerates any alignment.
         let v = unsafe { _mm256_loadu_si256(at.cast::<__m256i>()) };
@@ -342,7 +351,7 @@ mod x86 {
     /// AVX2 must be available; `at` must point to eight readable indices
     /// of that width.
     #[target_feature(enable = "avx2")]
-    unsafe fn positions8<const U16: bool>(
+    pub(super) unsafe fn positions8<const U16: bool>(
         at: *const u8,
         shift: __m256i,
         size: __m256i,
@@ -369,7 +378,7 @@ mod x86 {
     /// AVX2 must be available; `at` must point to four readable indices of
     /// that width.
     #[target_feature(enable = "avx2")]
-    unsafe fn positions4<const U16: bool>(
+    pub(super) unsafe fn positions4<const U16: bool>(
         at: *const u8,
         shift: __m128i,
         size: __m128i,
@@ -392,7 +401,7 @@ mod x86 {
 
     /// The axis size and negative shift as `i32` lanes, or `None` for a
     /// row too long for them (the scalar loop takes it).
-    fn narrow_bounds(row_len: usize, shift: i64) -> Option<(i32, i32)> {
+    pub(super) fn narrow_bounds(row_len: usize, shift: i64) -> Option<(i32, i32)> {
         Some((i32::try_from(row_len).ok()?, i32::try_from(shift).ok()?))
     }
 
