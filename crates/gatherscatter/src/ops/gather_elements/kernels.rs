@@ -652,17 +652,28 @@ pub(super) fn gather_within_row<W: Clone, O: Slot<W>, R: ReadIndices>(
                 .unwrap_or_default();
             let done = vector.map_or(0, |gather| gather(row, next, idx, shift, dst, streaming));
             // Sliced, not `skip`ped: skipping a zip steps through each element.
-            let rest = dst.get_mut(done..).unwrap_or_default().iter_mut();
-            let pairs = rest.zip(idx.get(done..).unwrap_or_default());
-            for (j, (d, &v)) in (done..).zip(pairs) {
-                d.put(
-                    row.get(rule.position(v.wide()))
-                        .ok_or(at + offset + j)?
-                        .clone(),
-                );
-            }
-            Ok::<_, usize>(())
+            let rest = dst.get_mut(done..).unwrap_or_default();
+            gather_from_row(row, idx.get(done..).unwrap_or_default(), shift, rest)
+                .map_err(|j| at + offset + done + j)
         })?;
+    }
+    Ok(())
+}
+
+/// `dst[j] = row[p_j]` for the positions `p_j` that `indices` name (each
+/// negative one shifted by `shift`); `Err(j)` at the first bad one. A
+/// function of its own, not inlined: inside the closure that reads the
+/// indices in chunks, the output's pointer was reloaded from the stack for
+/// every element (2-byte words along the last axis, one load in three).
+#[inline(never)]
+fn gather_from_row<W: Clone, O: Slot<W>, X: KernelIndex>(
+    row: &[W],
+    indices: &[X],
+    shift: i64,
+    dst: &mut [O],
+) -> std::result::Result<(), usize> {
+    for (j, (d, &v)) in dst.iter_mut().zip(indices).enumerate() {
+        d.put(row.get(position_shifted(v.wide(), shift)).ok_or(j)?.clone());
     }
     Ok(())
 }
