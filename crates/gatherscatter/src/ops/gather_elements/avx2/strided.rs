@@ -36,37 +36,37 @@ pub(crate) trait StridedIndex: Sized {
 
 impl StridedIndex for i64 {
     #[cfg(target_arch = "x86_64")]
-    const U32S: x86::Kernel<u32, i64> = x86::strided_u32s_avx2;
+    const U32S: x86::Kernel<u32, i64> = x86::strided_dwords_avx2::<u32, 4>;
     #[cfg(target_arch = "x86_64")]
     const U64S: x86::Kernel<u64, i64> = x86::strided_u64s_avx2;
     #[cfg(target_arch = "x86_64")]
-    const U16S: x86::Kernel<u16, i64> = x86::strided_small_avx2::<u16, 2>;
+    const U16S: x86::Kernel<u16, i64> = x86::strided_dwords_avx2::<u16, 2>;
     #[cfg(target_arch = "x86_64")]
-    const U8S: x86::Kernel<u8, i64> = x86::strided_small_avx2::<u8, 1>;
+    const U8S: x86::Kernel<u8, i64> = x86::strided_dwords_avx2::<u8, 1>;
     const NARROW: bool = false;
 }
 
 impl StridedIndex for i32 {
     #[cfg(target_arch = "x86_64")]
-    const U32S: x86::Kernel<u32, i32> = x86::strided_u32s_narrow_avx2::<i32, false>;
+    const U32S: x86::Kernel<u32, i32> = x86::strided_dwords_narrow_avx2::<u32, i32, 4, false>;
     #[cfg(target_arch = "x86_64")]
     const U64S: x86::Kernel<u64, i32> = x86::strided_u64s_narrow_avx2::<i32, false>;
     #[cfg(target_arch = "x86_64")]
-    const U16S: x86::Kernel<u16, i32> = x86::strided_small_narrow_avx2::<u16, i32, 2, false>;
+    const U16S: x86::Kernel<u16, i32> = x86::strided_dwords_narrow_avx2::<u16, i32, 2, false>;
     #[cfg(target_arch = "x86_64")]
-    const U8S: x86::Kernel<u8, i32> = x86::strided_small_narrow_avx2::<u8, i32, 1, false>;
+    const U8S: x86::Kernel<u8, i32> = x86::strided_dwords_narrow_avx2::<u8, i32, 1, false>;
     const NARROW: bool = true;
 }
 
 impl StridedIndex for u16 {
     #[cfg(target_arch = "x86_64")]
-    const U32S: x86::Kernel<u32, u16> = x86::strided_u32s_narrow_avx2::<u16, true>;
+    const U32S: x86::Kernel<u32, u16> = x86::strided_dwords_narrow_avx2::<u32, u16, 4, true>;
     #[cfg(target_arch = "x86_64")]
     const U64S: x86::Kernel<u64, u16> = x86::strided_u64s_narrow_avx2::<u16, true>;
     #[cfg(target_arch = "x86_64")]
-    const U16S: x86::Kernel<u16, u16> = x86::strided_small_narrow_avx2::<u16, u16, 2, true>;
+    const U16S: x86::Kernel<u16, u16> = x86::strided_dwords_narrow_avx2::<u16, u16, 2, true>;
     #[cfg(target_arch = "x86_64")]
-    const U8S: x86::Kernel<u8, u16> = x86::strided_small_narrow_avx2::<u8, u16, 1, true>;
+    const U8S: x86::Kernel<u8, u16> = x86::strided_dwords_narrow_avx2::<u8, u16, 1, true>;
     const NARROW: bool = true;
 }
 
@@ -221,60 +221,6 @@ mod x86 {
     /// `indices.len()` words, referenced by nothing else meanwhile.
     pub(super) type Kernel<W, X> = unsafe fn(*const W, (usize, usize), &[X], i64, *mut W) -> usize;
 
-    /// Eight wide indices a group, two `vpgatherqd` of four.
-    ///
-    /// # Safety
-    /// As for [`Kernel`].
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn strided_u32s_avx2(
-        plane: *const u32,
-        (stride, size): (usize, usize),
-        indices: &[i64],
-        shift: i64,
-        dst: *mut u32,
-    ) -> usize {
-        // `size` fits 32 bits (the contract), so it is a positive i64.
-        let (shift, size) = (_mm256_set1_epi64x(shift), _mm256_set1_epi64x(size as i64));
-        let stride = _mm256_set1_epi64x(stride as i64);
-        let base = plane.cast::<i32>();
-        let mut columns = _mm256_setr_epi64x(0, 1, 2, 3);
-        let (four, eight) = (_mm256_set1_epi64x(4), _mm256_set1_epi64x(8));
-
-        let mut j = 0;
-        while j + 8 <= indices.len() {
-            // SAFETY: `j + 8 <= indices.len()`: both groups of four are readable.
-            let ((lo, lo_ok), (hi, hi_ok)) = unsafe {
-                let at = indices.as_ptr().add(j);
-                (
-                    positions(at, shift, size),
-                    positions(at.add(4), shift, size),
-                )
-            };
-            if !(lo_ok && hi_ok) {
-                break;
-            }
-            // Every lane is now in `[0, size)`, below 2^32: `vpmuludq`
-            // multiplies it whole.
-            let lo = _mm256_add_epi64(_mm256_mul_epu32(lo, stride), columns);
-            let hi = _mm256_add_epi64(
-                _mm256_mul_epu32(hi, stride),
-                _mm256_add_epi64(columns, four),
-            );
-            // SAFETY: each lane is `p * stride + j'` for a `p < size` and a
-            // `j' < j + 8 <= indices.len()`: a readable word (the contract).
-            // `dst` has room for `j + 8` words.
-            unsafe {
-                let a = _mm256_i64gather_epi32::<4>(base, lo);
-                let b = _mm256_i64gather_epi32::<4>(base, hi);
-                let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b);
-                _mm256_storeu_si256(dst.add(j).cast(), v);
-            }
-            columns = _mm256_add_epi64(columns, eight);
-            j += 8;
-        }
-        j
-    }
-
     /// Four wide indices a group, one `vpgatherqq`.
     ///
     /// # Safety
@@ -292,7 +238,6 @@ mod x86 {
         let base = plane.cast::<i64>();
         let mut columns = _mm256_setr_epi64x(0, 1, 2, 3);
         let four = _mm256_set1_epi64x(4);
-
         let mut j = 0;
         while j + 4 <= indices.len() {
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
@@ -301,7 +246,7 @@ mod x86 {
                 break;
             }
             let at = _mm256_add_epi64(_mm256_mul_epu32(p, stride), columns);
-            // SAFETY: as in `strided_u32s_avx2`, for four lanes.
+            // SAFETY: as in `strided_dwords_avx2`, for four lanes.
             unsafe {
                 let v = _mm256_i64gather_epi64::<8>(base, at);
                 _mm256_storeu_si256(dst.add(j).cast(), v);
@@ -312,57 +257,10 @@ mod x86 {
         j
     }
 
-    /// Eight `i32` or `u16` (`U16`) indices a group, one `vpgatherdd`.
-    ///
-    /// # Safety
-    /// As for [`Kernel`]; `X` must be 2 bytes wide when `U16`, else 4.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn strided_u32s_narrow_avx2<X, const U16: bool>(
-        plane: *const u32,
-        (stride, size): (usize, usize),
-        indices: &[X],
-        shift: i64,
-        dst: *mut u32,
-    ) -> usize {
-        debug_assert_eq!(std::mem::size_of::<X>(), if U16 { 2 } else { 4 });
-        // All three fit an i32 (the contract).
-        let (shift, size) = (
-            _mm256_set1_epi32(shift as i32),
-            _mm256_set1_epi32(size as i32),
-        );
-        let stride = _mm256_set1_epi32(stride as i32);
-        let base = plane.cast::<i32>();
-        let at = indices.as_ptr().cast::<u8>();
-        let width = std::mem::size_of::<X>();
-        let mut columns = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        let eight = _mm256_set1_epi32(8);
-
-        let mut j = 0;
-        while j + 8 <= indices.len() {
-            // SAFETY: `j + 8 <= indices.len()`: eight readable indices.
-            let (p, ok) = unsafe { positions8::<U16>(at.add(j * width), shift, size) };
-            if !ok {
-                break;
-            }
-            // No lane overflows: each is at most `(size - 1) * stride + j'`,
-            // which fits an i32 (the contract).
-            let offsets = _mm256_add_epi32(_mm256_mullo_epi32(p, stride), columns);
-            // SAFETY: each lane is a readable word's offset (the contract);
-            // `dst` has room for `j + 8` words.
-            unsafe {
-                let v = _mm256_i32gather_epi32::<4>(base, offsets);
-                _mm256_storeu_si256(dst.add(j).cast(), v);
-            }
-            columns = _mm256_add_epi32(columns, eight);
-            j += 8;
-        }
-        j
-    }
-
     /// Four `i32` or `u16` indices a group, one `vpgatherdq`.
     ///
     /// # Safety
-    /// As for [`strided_u32s_narrow_avx2`].
+    /// As for [`strided_dwords_narrow_avx2`].
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn strided_u64s_narrow_avx2<X, const U16: bool>(
         plane: *const u64,
@@ -379,7 +277,6 @@ mod x86 {
         let width = std::mem::size_of::<X>();
         let mut columns = _mm_setr_epi32(0, 1, 2, 3);
         let four = _mm_set1_epi32(4);
-
         let mut j = 0;
         while j + 4 <= indices.len() {
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
@@ -388,7 +285,7 @@ mod x86 {
                 break;
             }
             let offsets = _mm_add_epi32(_mm_mullo_epi32(p, stride), columns);
-            // SAFETY: as in `strided_u32s_narrow_avx2`, for four lanes.
+            // SAFETY: as in `strided_dwords_narrow_avx2`, for four lanes.
             unsafe {
                 let v = _mm256_i32gather_epi64::<8>(base, offsets);
                 _mm256_storeu_si256(dst.add(j).cast(), v);
@@ -398,6 +295,7 @@ mod x86 {
         }
         j
     }
+
     /// The low `BYTES` bytes (1 or 2) of each of eight 4-byte lanes, packed
     /// in order into the low `8 * BYTES` bytes.
     #[target_feature(enable = "avx2")]
@@ -422,29 +320,31 @@ mod x86 {
         }
     }
 
-    /// Store the `8 * BYTES` bytes of eight small words at `to`.
+    /// Store the eight `BYTES`-byte words (4, 2 or 1) held in the low
+    /// bytes of the eight 4-byte lanes of `v` at `to`.
     ///
     /// # Safety
     /// `to` must be valid for a write of `8 * BYTES` bytes.
     #[target_feature(enable = "avx2")]
-    unsafe fn store_eight<const BYTES: i32>(to: *mut u8, v: __m128i) {
-        // SAFETY: the caller's contract; both stores tolerate any alignment.
+    unsafe fn store_eight<const BYTES: i32>(to: *mut u8, v: __m256i) {
+        // SAFETY: the caller's contract; the stores tolerate any alignment.
         unsafe {
             match BYTES {
-                2 => _mm_storeu_si128(to.cast(), v),
-                _ => _mm_storel_epi64(to.cast(), v),
+                4 => _mm256_storeu_si256(to.cast(), v),
+                2 => _mm_storeu_si128(to.cast(), low_parts::<2>(v)),
+                _ => _mm_storel_epi64(to.cast(), low_parts::<1>(v)),
             }
         }
     }
 
     /// Eight wide indices a group for `BYTES`-byte words (`W` of that
-    /// size): two `vpgatherqd` of four 4-byte loads at the words' offsets,
-    /// each word the low bytes of its load.
+    /// size: 4, 2 or 1): two `vpgatherqd` of four 4-byte loads at the
+    /// words' offsets, each word the low bytes of its load.
     ///
     /// # Safety
     /// As for [`Kernel`].
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn strided_small_avx2<W, const BYTES: i32>(
+    pub(super) unsafe fn strided_dwords_avx2<W, const BYTES: i32>(
         plane: *const W,
         (stride, size): (usize, usize),
         indices: &[i64],
@@ -457,7 +357,6 @@ mod x86 {
         let base = plane.cast::<i32>();
         let mut columns = _mm256_setr_epi64x(0, 1, 2, 3);
         let (four, eight) = (_mm256_set1_epi64x(4), _mm256_set1_epi64x(8));
-
         let mut j = 0;
         while j + 8 <= indices.len() {
             // SAFETY: `j + 8 <= indices.len()`: both groups of four are readable.
@@ -471,6 +370,8 @@ mod x86 {
             if !(lo_ok && hi_ok) {
                 break;
             }
+            // Every lane is now in `[0, size)`, below 2^32: `vpmuludq`
+            // multiplies it whole.
             let lo = _mm256_add_epi64(_mm256_mul_epu32(lo, stride), columns);
             let hi = _mm256_add_epi64(
                 _mm256_mul_epu32(hi, stride),
@@ -484,7 +385,7 @@ mod x86 {
                 let a = _mm256_i64gather_epi32::<BYTES>(base, lo);
                 let b = _mm256_i64gather_epi32::<BYTES>(base, hi);
                 let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b);
-                store_eight::<BYTES>(dst.add(j).cast(), low_parts::<BYTES>(v));
+                store_eight::<BYTES>(dst.add(j).cast(), v);
             }
             columns = _mm256_add_epi64(columns, eight);
             j += 8;
@@ -492,13 +393,15 @@ mod x86 {
         j
     }
 
-    /// Eight `i32` or `u16` (`U16`) indices a group for `BYTES`-byte words:
-    /// one `vpgatherdd` of 4-byte loads at the words' offsets.
+    /// Eight `i32` or `u16` (`U16`) indices a group for `BYTES`-byte words
+    /// (4, 2 or 1): one `vpgatherdd` of 4-byte loads at the words' offsets,
+    /// no offset overflowing (each is at most `(size - 1) * stride + j'`,
+    /// which fits an i32 by the contract).
     ///
     /// # Safety
     /// As for [`Kernel`]; `X` must be 2 bytes wide when `U16`, else 4.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn strided_small_narrow_avx2<W, X, const BYTES: i32, const U16: bool>(
+    pub(super) unsafe fn strided_dwords_narrow_avx2<W, X, const BYTES: i32, const U16: bool>(
         plane: *const W,
         (stride, size): (usize, usize),
         indices: &[X],
@@ -517,7 +420,6 @@ mod x86 {
         let width = std::mem::size_of::<X>();
         let mut columns = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         let eight = _mm256_set1_epi32(8);
-
         let mut j = 0;
         while j + 8 <= indices.len() {
             // SAFETY: `j + 8 <= indices.len()`: eight readable indices.
@@ -526,11 +428,11 @@ mod x86 {
                 break;
             }
             let offsets = _mm256_add_epi32(_mm256_mullo_epi32(p, stride), columns);
-            // SAFETY: as in `strided_small_avx2`; the offsets fit an i32
+            // SAFETY: as in `strided_dwords_avx2`; the offsets fit an i32
             // (the contract).
             unsafe {
                 let v = _mm256_i32gather_epi32::<BYTES>(base, offsets);
-                store_eight::<BYTES>(dst.add(j).cast(), low_parts::<BYTES>(v));
+                store_eight::<BYTES>(dst.add(j).cast(), v);
             }
             columns = _mm256_add_epi32(columns, eight);
             j += 8;
