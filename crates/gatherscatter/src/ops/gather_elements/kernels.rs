@@ -174,9 +174,9 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         axis_size: rule.size,
         strided: strided.as_ref().is_some_and(|s| s.vector.is_some()),
     };
-    if !geometry.innermost && tasks > 1 && row_len >= 64 * tasks {
+    let done = if !geometry.innermost && tasks > 1 && row_len >= 64 * tasks {
         let tasks = tasks.min(row_len / 64);
-        let done = gather_outer_by_columns(
+        gather_outer_by_columns(
             data,
             data_shape,
             indices_shape,
@@ -185,19 +185,16 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
             &geometry,
             out,
             tasks,
-        );
-        if let (Ok(()), Some(strided)) = (done, strided) {
-            strided.done(out_bytes);
-        }
-        return done;
-    }
-    let per_task = rows.div_ceil(tasks);
-    let done = parallel::try_for_each_chunk(out, per_task * row_len, |task, dst| {
-        let start = task * per_task * row_len;
-        let bases = RowBases::new(indices_shape, data_shape, axis).starting_at(task * per_task);
-        let mut indices = indices.reader();
-        gather_row_range(data, &geometry, rule, bases, &mut indices, start, dst)
-    });
+        )
+    } else {
+        let per_task = rows.div_ceil(tasks);
+        parallel::try_for_each_chunk(out, per_task * row_len, |task, dst| {
+            let start = task * per_task * row_len;
+            let bases = RowBases::new(indices_shape, data_shape, axis).starting_at(task * per_task);
+            let mut indices = indices.reader();
+            gather_row_range(data, &geometry, rule, bases, &mut indices, start, dst)
+        })
+    };
     if done.is_ok() {
         fetch.done(out_bytes);
         if let Some(words) = words {
@@ -323,7 +320,6 @@ fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
         }
         return done;
     }
-
     if !geometry.packed && tile >= row_len {
         return gather_whole_rows(data, geometry, rule, bases, (indices, first), out);
     }

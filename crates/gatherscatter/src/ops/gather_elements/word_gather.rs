@@ -65,17 +65,14 @@ fn vector_row_for<W: 'static, O: 'static, X: 'static, Y: VectorIndex + 'static>(
         &(gather_u64s::<u64, Y> as VectorRow<u64, u64, Y>),
         &(gather_u64s::<MaybeUninit<u64>, Y> as VectorRow<u64, MaybeUninit<u64>, Y>),
     ];
-    kernels
-        .into_iter()
-        .find_map(|kernel| kernel.downcast_ref::<VectorRow<W, O, X>>())
-        .copied()
+    the_one(&kernels)
 }
 
 /// A vector loop for a row piece along an outer axis: writes
 /// `dst[j] = plane[p_j * stride + j]` (for the given stride and axis
 /// size; each negative index shifted by the given amount) for a prefix of
 /// `dst` and returns its length (0 when the CPU cannot run it). See
-/// [`super::avx2::gather_strided_u32s`].
+/// [`super::avx2::gather_strided`].
 pub(super) type StridedRow<W, O, X> = fn(&[W], (usize, usize), &[X], i64, &mut [O]) -> usize;
 
 /// The strided vector loop for words `W` in slots `O` and indices `X`,
@@ -110,9 +107,15 @@ fn strided_row_for<W: 'static, O: 'static, X: 'static, Y: StridedIndex + 'static
         &(g::<u64, u64, Y> as StridedRow<u64, u64, Y>),
         &(g::<u64, MaybeUninit<u64>, Y> as StridedRow<u64, MaybeUninit<u64>, Y>),
     ];
+    the_one(&kernels)
+}
+
+/// The kernel among `kernels` whose type is `K`, if one is: the loops are
+/// listed per word and slot type, and a call asks for its own.
+fn the_one<K: Copy + 'static>(kernels: &[&dyn std::any::Any]) -> Option<K> {
     kernels
-        .into_iter()
-        .find_map(|kernel| kernel.downcast_ref::<StridedRow<W, O, X>>())
+        .iter()
+        .find_map(|kernel| kernel.downcast_ref::<K>())
         .copied()
 }
 
