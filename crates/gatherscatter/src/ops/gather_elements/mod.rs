@@ -5,8 +5,10 @@
 
 mod avx2;
 mod kernels;
+mod last_axis;
 mod measured_fetch;
 mod measured_words;
+mod outer_axis;
 pub(crate) mod word_gather;
 
 use self::kernels::{execute, fill};

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::avx2::{StridedIndex, VectorIndex};
-use super::kernels::gather_within_row;
+use super::last_axis::gather_within_row;
 use crate::index::{AxisRule, InPlace, KernelIndex};
 use crate::mem::cpu::avx2_available;
 use crate::mem::knobs::WordGather;
