@@ -10,8 +10,9 @@ use gatherscatter::{
 };
 use pyo3::prelude::*;
 
+use crate::arrays;
+use crate::calls::{read, small, views_of, Runner};
 use crate::errors::{self, to_py_err};
-use crate::{arrays, read, small, views_of, Runner};
 
 /// The gradient of a gather (``op``: ``"gather"``, ``"gather_elements"``
 /// or ``"gather_nd"``) with respect to its data, of shape ``data_shape``,
@@ -33,11 +34,11 @@ fn _gather_grad<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let op: Op = match op {
         "gather" => Gather::new(axis)
-            .batch_dims(crate::batch_dims(batch_dims)?)
+            .batch_dims(crate::calls::batch_dims(batch_dims)?)
             .into(),
         "gather_elements" => GatherElements::new(axis).into(),
         "gather_nd" => GatherND::new()
-            .batch_dims(crate::batch_dims(batch_dims)?)
+            .batch_dims(crate::calls::batch_dims(batch_dims)?)
             .into(),
         other => {
             return Err(errors::from_kind_now(
@@ -82,10 +83,10 @@ fn _scatter_grad<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let op: Op = match op {
         "scatter_elements" => ScatterElements::new(axis)
-            .reduction(crate::reduction(reduction)?)
+            .reduction(crate::calls::reduction(reduction)?)
             .into(),
         "scatter_nd" => ScatterND::new()
-            .reduction(crate::reduction(reduction)?)
+            .reduction(crate::calls::reduction(reduction)?)
             .into(),
         "scatter_reduce" => {
             let reduce = Aggregate::from_str(reduction).map_err(to_py_err)?;
