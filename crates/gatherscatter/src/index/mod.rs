@@ -9,7 +9,8 @@ use std::fmt;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
-use crate::shape::{reserved, same_dims, strides, unravel, RowBases};
+use crate::mem::scratch::{scratch, Scratch};
+use crate::shape::{same_dims, strides, unravel, RowBases};
 use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
 
@@ -383,11 +384,11 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
     let exact = rule.size > i64::MAX as usize;
     if values.len() <= Positions::INLINE || exact {
         let mut inline = [0; Positions::INLINE];
-        let mut resolved = Vec::new();
+        let mut resolved = Scratch::default();
         let slots = match values.len() <= Positions::INLINE {
             true => &mut inline[..values.len()],
             false => {
-                resolved = reserved(values.len(), DType::U64)?;
+                resolved = scratch(values.len(), DType::U64)?;
                 resolved.resize(values.len(), 0);
                 &mut resolved[..]
             }
@@ -415,7 +416,7 @@ pub(crate) fn resolve_along_axis<I: IndexElement>(
             false => Positions::Heap(resolved),
         });
     }
-    let mut resolved = reserved(values.len(), DType::U64)?;
+    let mut resolved = scratch(values.len(), DType::U64)?;
     // Two branch-free passes the compiler vectorizes, where checking each
     // value as it was pushed did not vectorize (W1 on two threads: 3.0% of
     // the call's profile samples before, 0.8% after). Only when some value is
@@ -439,7 +440,8 @@ pub(crate) enum Positions {
         len: usize,
         values: [usize; Positions::INLINE],
     },
-    Heap(Vec<usize>),
+    /// The thread's kept list ([`scratch`]): a loop of calls reuses it.
+    Heap(Scratch<usize>),
 }
 
 impl Positions {

@@ -5,7 +5,8 @@ use super::{position_shifted, with_index_view, AxisRule, IndexElement, Positions
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::mem::parallel;
-use crate::shape::{reserved, unravel};
+use crate::mem::scratch::scratch;
+use crate::shape::unravel;
 use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
 
@@ -37,14 +38,15 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
     if k > 0 && tuples <= Positions::INLINE {
         return resolve_few_tuples(indices, rule);
     }
-    let mut offsets = reserved(tuples, DType::U64)?;
     if k == 0 {
         // Empty tuples address the whole slab: one offset 0 per tuple.
         let n = crate::shape::checked_product(&indices.shape()[..indices.rank().saturating_sub(1)])
             .unwrap_or(0);
+        let mut offsets = scratch(n, DType::U64)?;
         offsets.resize(n, 0);
         return Ok(Positions::Heap(offsets));
     }
+    let mut offsets = scratch(tuples, DType::U64)?;
     offsets.resize(tuples, 0);
     // Large index tensors are resolved by several tasks, each its own range
     // of tuples (a million tuples of pairs: most of an element GatherND's

@@ -6,6 +6,7 @@
 //! - [`measured`]: a choice between two strategies timed on the calls.
 //! - [`parallel`]: how a kernel's output is split across the rayon pool.
 //! - [`prefetch`]: cache hints.
+//! - [`scratch`]: index lists each thread keeps for its next call.
 //! - [`stream`]: non-temporal stores for outputs larger than the cache.
 //! - [`uninit`]: fresh outputs written without being zeroed first.
 
@@ -14,5 +15,6 @@ pub mod knobs;
 pub(crate) mod measured;
 pub(crate) mod parallel;
 pub(crate) mod prefetch;
+pub(crate) mod scratch;
 pub(crate) mod stream;
 pub(crate) mod uninit;

@@ -21,11 +21,12 @@ use std::mem::MaybeUninit;
 use std::time::Instant;
 
 use self::measured_order::Class;
-use crate::dtype::Element;
+use crate::dtype::{DType, Element};
 use crate::mem::cpu::{last_level_cache_bytes, MEASURED_LAST_LEVEL_CACHE};
 use crate::mem::knobs::{self, BlockOrder, Stores};
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_items, prefetch_items_to_l2, prefetch_line, CacheLevel, LINE};
+use crate::mem::scratch::{scratch, Scratch};
 #[cfg(target_arch = "x86_64")]
 use crate::mem::stream::stream_row;
 use crate::mem::stream::{copy_nontemporal_16s, store_fence, zero, Avx, OutByte};
@@ -140,7 +141,7 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
                 )
             })
             .flatten();
-        let order = order.as_deref();
+        let order = order.as_ref().map(|order| order.as_slice());
         let ahead = Lookahead::new(src.len(), block_len, order.is_some());
         match Avx::detect() {
             Some(avx) => {
@@ -378,7 +379,7 @@ fn source_order(
     chunk_len: usize,
     src_blocks: usize,
     block_len: usize,
-) -> Option<Vec<u64>> {
+) -> Option<Scratch<u64>> {
     if chunk_len % block_len != 0 {
         return None;
     }
@@ -406,8 +407,9 @@ fn source_order(
     for k in 1..starts.len() {
         starts[k] += starts[k - 1];
     }
-    let mut order: Vec<u64> = Vec::new();
-    order.try_reserve_exact(slots).ok()?;
+    // The thread's kept list: W1 from Python on one thread otherwise
+    // faulted this 512 KiB table's pages in on every call.
+    let mut order = scratch::<u64>(slots, DType::U64).ok()?;
     order.resize(slots, 0);
     for (slot, b) in listed.take(slots).enumerate() {
         let next = &mut starts[b >> shift];
