@@ -109,8 +109,42 @@ pub(super) fn gather_within_row<W: Clone, O: Slot<W>, R: ReadIndices>(
 /// function of its own, not inlined: inside the closure that reads the
 /// indices in chunks, the output's pointer was reloaded from the stack for
 /// every element (2-byte words along the last axis, one load in three).
+///
+/// Indices with no negative among them (one vectorized pass over the chunk,
+/// which then sits in L1) take a loop four elements a step with no sign
+/// fix-up: 6 instructions an element instead of 11.
 #[inline(never)]
 fn gather_from_row<W: Clone, O: Slot<W>, X: KernelIndex>(
+    row: &[W],
+    indices: &[X],
+    shift: i64,
+    dst: &mut [O],
+) -> std::result::Result<(), usize> {
+    let len = indices.len().min(dst.len());
+    let (dst, indices) = (&mut dst[..len], &indices[..len]);
+    if indices.iter().fold(false, |any, &v| any | (v.wide() < 0)) {
+        return gather_shifted(row, indices, shift, dst);
+    }
+    let mut dst_quads = dst.chunks_exact_mut(4);
+    let mut quads = indices.chunks_exact(4);
+    for (q, (d, x)) in (&mut dst_quads).zip(&mut quads).enumerate() {
+        let at = |k: usize| row.get(x[k].wide() as usize);
+        let (Some(a), Some(b), Some(c), Some(e)) = (at(0), at(1), at(2), at(3)) else {
+            // Name the first bad one of the four.
+            return gather_shifted(row, x, shift, d).map_err(|k| 4 * q + k);
+        };
+        d[0].put(a.clone());
+        d[1].put(b.clone());
+        d[2].put(c.clone());
+        d[3].put(e.clone());
+    }
+    let done = len - len % 4;
+    gather_shifted(row, quads.remainder(), shift, dst_quads.into_remainder()).map_err(|k| done + k)
+}
+
+/// [`gather_from_row`] one element at a time, each index shifted if
+/// negative.
+fn gather_shifted<W: Clone, O: Slot<W>, X: KernelIndex>(
     row: &[W],
     indices: &[X],
     shift: i64,
@@ -120,4 +154,64 @@ fn gather_from_row<W: Clone, O: Slot<W>, X: KernelIndex>(
         d.put(row.get(position_shifted(v.wide(), shift)).ok_or(j)?.clone());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The formula one element at a time: the value, or the first bad `j`.
+    fn naive(row: &[u16], indices: &[i64]) -> std::result::Result<Vec<u16>, usize> {
+        let len = row.len() as i64;
+        let mut out = Vec::new();
+        for (j, &v) in indices.iter().enumerate() {
+            let p = if v < 0 { v + len } else { v };
+            if !(0..len).contains(&p) {
+                return Err(j);
+            }
+            out.push(row[p as usize]);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn gather_from_row_matches_the_formula_for_every_length_and_bad_position() {
+        let row: Vec<u16> = (0..37).map(|v| v * 3 + 1).collect();
+        let shift = row.len() as i64;
+        for len in 0..=13 {
+            let good: Vec<i64> = (0..len).map(|j| (j * 7 % 37) as i64).collect();
+            let mut cases = vec![good.clone()];
+            for bad_at in 0..len {
+                for bad in [37, -38, i64::MAX, i64::MIN] {
+                    let mut case = good.clone();
+                    case[bad_at] = bad;
+                    cases.push(case);
+                }
+                let mut negative = good.clone();
+                negative[bad_at] = -1;
+                cases.push(negative);
+            }
+            for indices in cases {
+                let mut dst = vec![0u16; indices.len()];
+                let got = gather_from_row(&row, &indices, shift, &mut dst);
+                match naive(&row, &indices) {
+                    Ok(want) => {
+                        assert_eq!(got, Ok(()), "{indices:?}");
+                        assert_eq!(dst, want, "{indices:?}");
+                    }
+                    Err(j) => assert_eq!(got, Err(j), "{indices:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gather_from_row_writes_every_element_before_a_bad_one() {
+        let row = [10u16, 11, 12, 13];
+        // The bad one is the second of a step of four.
+        let indices = [3i64, 2, 1, 0, 3, 9, 0, 1, 2];
+        let mut dst = [0u16; 9];
+        assert_eq!(gather_from_row(&row, &indices, 4, &mut dst), Err(5));
+        assert_eq!(dst[..5], [13, 12, 11, 10, 13]);
+    }
 }
