@@ -128,7 +128,7 @@ fn gather_from_row<W: Clone, O: Slot<W>, X: KernelIndex>(
     let mut dst_quads = dst.chunks_exact_mut(4);
     let mut quads = indices.chunks_exact(4);
     for (q, (d, x)) in (&mut dst_quads).zip(&mut quads).enumerate() {
-        let at = |k: usize| row.get(x[k].wide() as usize);
+        let at = |k: usize| row.get(position_shifted(x[k].wide(), 0));
         let (Some(a), Some(b), Some(c), Some(e)) = (at(0), at(1), at(2), at(3)) else {
             // Name the first bad one of the four.
             return gather_shifted(row, x, shift, d).map_err(|k| 4 * q + k);
