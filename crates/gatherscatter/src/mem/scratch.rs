@@ -17,7 +17,8 @@ use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::shape::reserved;
 
 /// The largest list a thread keeps: 2 MiB, a 262,144-index call's
 /// positions. Longer lists go back to the allocator when dropped, as
@@ -55,11 +56,7 @@ pub(crate) fn scratch<T: Kept>(len: usize, dtype: DType) -> Result<Scratch<T>> {
     list.clear();
     if list.capacity() < len {
         // The kept list is too short: a new one of exactly `len` replaces it.
-        list = Vec::new();
-        list.try_reserve_exact(len).map_err(|_| Error::Allocation {
-            elements: len,
-            dtype,
-        })?;
+        list = reserved(len, dtype)?;
     }
     Ok(Scratch { list })
 }
@@ -110,6 +107,7 @@ impl<T: Kept> Drop for Scratch<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn a_dropped_list_is_handed_out_again_on_the_same_thread() {
