@@ -103,6 +103,11 @@ impl Fetch {
         };
         let measured = knob == RowFetch::Auto && out_bytes >= MEASURED_MIN_OUTPUT && !cfg!(miri);
         match (knob, class) {
+            // A class with its verdict is no longer timed.
+            (RowFetch::Auto, Some(class)) if measured && MEASURED.settled(class.slot()) => Fetch {
+                prefetch: MEASURED.second(class.slot()),
+                timing: None,
+            },
             (RowFetch::Auto, Some(class)) if measured => Fetch {
                 prefetch: MEASURED.second(class.slot()),
                 timing: Some((class, Instant::now())),
@@ -112,6 +117,11 @@ impl Fetch {
                 timing: None,
             },
         }
+    }
+
+    /// Whether this call's time joins a measurement.
+    pub(super) fn timed(&self) -> bool {
+        self.timing.is_some()
     }
 
     /// The call has written `out_bytes`: its time joins its class's.
@@ -158,5 +168,18 @@ mod tests {
         for slot in 0..CLASSES {
             assert_eq!(Class::from_slot(slot).slot(), slot);
         }
+    }
+
+    /// A class with its verdict is not timed again, so the call's stores
+    /// may be ([`crate::mem::measured_stores`]).
+    #[test]
+    fn a_class_with_its_verdict_is_no_longer_timed() {
+        let call = || Fetch::choose(RowFetch::Auto, true, (64 << 10, 2), 4 << 20, 2);
+        for _ in 0..2 * crate::mem::measured::SAMPLES {
+            let fetch = call();
+            assert_eq!(fetch.timed(), !cfg!(miri));
+            fetch.done(4 << 20);
+        }
+        assert!(!call().timed());
     }
 }
