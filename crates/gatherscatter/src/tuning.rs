@@ -9,7 +9,7 @@
 //!
 //! | knob | values | `auto` chooses by |
 //! |---|---|---|
-//! | `stores` | `cached`, `streaming` | output size against a quarter of the last-level cache; for Gather's blocks of 16 KiB or more whose source and output fit in that cache together, what its first calls measured faster for each class of output size, block size and task count |
+//! | `stores` | `cached`, `streaming` | Gather, GatherND and GatherElements' vector loops along the last axis: ordinary stores under 1 MiB of output or for runs under 64 bytes, streaming from a quarter of the last-level cache (save blocks of 16 KiB or more whose source and output fit in that cache together); between, what the first calls of each class of kernel, output size, run size and task count measured faster. ScatterND and the other kernels: the size rule alone |
 //! | `word_gather` | `scalar`, `vector` | GatherElements along the last axis (4- and 8-byte words) and along an outer one (1- to 8-byte words): for outputs from 1 MiB, what the first calls of each class of axis, word size, index type, data row or plane size and task count measured faster; for smaller calls, that verdict once made, before it a measurement of both last-axis loops on first use, per word size and index type (ties to `vector`; 1- and 2-byte words along an outer axis take `vector`) |
 //! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
 //! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
@@ -46,9 +46,8 @@ pub use crate::mem::knobs::{
 };
 
 pub use crate::mem::measured::CallTiming;
-use crate::mem::{cpu, stream};
+use crate::mem::{cpu, measured_stores, stream};
 use crate::ops::blocks::{measured_orders, source_order_min_source_bytes};
-use crate::ops::gather::measured_store_choices;
 use crate::ops::gather_elements::word_gather;
 use crate::ops::gather_elements::{measured_fetches, measured_word_loops};
 
@@ -68,8 +67,12 @@ pub struct Report {
     pub debug_build: bool,
     /// The last-level cache the thresholds scale with, in bytes.
     pub last_level_cache_bytes: usize,
-    /// Outputs from this size on take streaming stores.
+    /// Outputs from this size on take streaming stores (where their
+    /// stores are not measured: see `stores` above).
     pub streaming_min_bytes: usize,
+    /// Outputs from this size on, up to [`Report::streaming_min_bytes`],
+    /// have their stores measured per class of call.
+    pub stores_measured_min_bytes: usize,
     /// Gather reads sources from this size on in source order (given long
     /// rows and few tasks).
     pub source_order_min_source_bytes: usize,
@@ -122,11 +125,12 @@ pub fn report() -> Report {
         debug_build: cfg!(debug_assertions),
         last_level_cache_bytes: cpu::last_level_cache_bytes(),
         streaming_min_bytes: stream::streaming_min_bytes(),
+        stores_measured_min_bytes: measured_stores::MEASURED_MIN_BYTES,
         source_order_min_source_bytes: source_order_min_source_bytes(),
         word_gather: sizes.filter_map(timing).collect(),
         measured: measured_orders()
             .into_iter()
-            .chain(measured_store_choices())
+            .chain(measured_stores::timings())
             .chain(measured_word_loops())
             .chain(measured_fetches())
             .collect(),
@@ -135,14 +139,14 @@ pub fn report() -> Report {
 
 impl fmt::Display for Report {
     /// One line: `tuning stores=auto,... | AVX2 yes | build release |
-    /// last-level cache 32 MiB: streaming stores from 8 MiB, source order
+    /// last-level cache 32 MiB: stores measured from 1 MiB, streaming from 8 MiB, source order
     /// from 48 MiB | word gather 4 B by i64 vector (scalar 20.3 us, vector
     /// 9.1 us) ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
         write!(
             f,
-            "tuning {} | AVX2 {} | build {} | last-level cache {:.0} MiB: streaming stores from {:.0} MiB, source order from {:.0} MiB | word gather",
+            "tuning {} | AVX2 {} | build {} | last-level cache {:.0} MiB: stores measured from {:.0} MiB, streaming from {:.0} MiB, source order from {:.0} MiB | word gather",
             self.in_force,
             if self.avx2 { "yes" } else { "no" },
             if self.debug_build {
@@ -151,6 +155,7 @@ impl fmt::Display for Report {
                 "release"
             },
             mib(self.last_level_cache_bytes),
+            mib(self.stores_measured_min_bytes),
             mib(self.streaming_min_bytes),
             mib(self.source_order_min_source_bytes),
         )?;

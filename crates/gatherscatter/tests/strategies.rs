@@ -10,7 +10,7 @@ mod pool;
 
 use common::*;
 use gatherscatter::tuning::{self, Tuning};
-use gatherscatter::{DType, Error, ErrorKind, Gather, GatherElements, Tensor};
+use gatherscatter::{DType, Error, ErrorKind, Gather, GatherElements, GatherND, Tensor};
 use pool::in_pool;
 use proptest::prelude::*;
 
@@ -398,8 +398,47 @@ fn long_blocks_whose_stores_are_measured_equal_the_reference_on_every_call() {
         let mib = (1usize << threshold.ilog2()) >> 20;
         assert_measured(
             "stores",
-            &format!("{mib} MiB outputs by 16 KiB blocks, one task"),
+            &format!("Gather {mib} MiB outputs by 16 KiB runs, one task"),
         );
+    }
+}
+
+/// Gather and GatherND of 256-byte rows into 1 MiB outputs, between the
+/// small outputs and the streaming threshold: under `auto` the first calls
+/// of each take ordinary and streaming stores in turn. Every call, fresh
+/// and into a buffer, equals the naive reference, and the report names
+/// both classes with their choices.
+#[test]
+fn mid_size_gathers_whose_stores_are_measured_equal_the_reference_on_every_call() {
+    let (rows, row_len) = (256, 64); // 64 KiB of u32, rows of 256 bytes
+    let data: Vec<u32> = (0..(rows * row_len) as u32).collect();
+    let count = 4096; // 1 MiB out
+    let picks: Vec<i64> = (0..count)
+        .map(|k| (k * 97 + 11) % rows as i64 - 7)
+        .collect();
+    let expected: Vec<u32> = picks
+        .iter()
+        .map(|&p| p.rem_euclid(rows as i64) as usize)
+        .flat_map(|p| data[p * row_len..][..row_len].iter().copied())
+        .collect();
+    let data = Tensor::new(vec![rows, row_len], data).unwrap();
+    let indices = Tensor::new(vec![picks.len()], picks.clone()).unwrap();
+    let op = Gather::new(0);
+    every_call_gives(
+        || op.run(&data, &indices).unwrap(),
+        |into| op.run_into(&data, &indices, into).unwrap(),
+        &expected,
+    );
+    let tuples = Tensor::new(vec![picks.len(), 1], picks).unwrap();
+    let nd = GatherND::new();
+    every_call_gives(
+        || nd.run(&data, &tuples).unwrap(),
+        |into| nd.run_into(&data, &tuples, into).unwrap(),
+        &expected,
+    );
+    if tuning::report().streaming_min_bytes > 1 << 20 {
+        assert_measured("stores", "Gather 1 MiB outputs by 256 B runs, one task");
+        assert_measured("stores", "GatherND 1 MiB outputs by 256 B runs, one task");
     }
 }
 
@@ -430,6 +469,14 @@ fn last_axis_gathers_whose_loop_is_measured_equal_the_reference_on_every_call() 
     if tuning::report().avx2 {
         let class = "8-byte words by 8-byte indices, rows of 2 KiB, one task";
         assert_measured("word_gather", class);
+        // Then, the loop chosen, the vector loop's stores.
+        if !tuning::report()
+            .measured
+            .iter()
+            .any(|t| t.class == class && t.chosen == Some("scalar"))
+        {
+            assert_measured("stores", "GatherElements 1 MiB outputs, one task");
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! - [`cpu`]: the running CPU's features and cache size.
 //! - [`knobs`]: the strategy knobs ([`crate::tuning`]).
 //! - [`measured`]: a choice between two strategies timed on the calls.
+//! - [`measured_stores`]: ordinary or streaming stores, by size or timed.
 //! - [`parallel`]: how a kernel's output is split across the rayon pool.
 //! - [`prefetch`]: cache hints.
 //! - [`scratch`]: index lists each thread keeps for its next call.
@@ -13,6 +14,7 @@
 pub(crate) mod cpu;
 pub mod knobs;
 pub(crate) mod measured;
+pub(crate) mod measured_stores;
 pub(crate) mod parallel;
 pub(crate) mod prefetch;
 pub(crate) mod scratch;

@@ -9,12 +9,12 @@ use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
-use crate::mem::knobs;
+use crate::mem::knobs::{self, Stores};
+use crate::mem::measured_stores::{Sizes, StoreChoice, Writer, MEASURED_MIN_BYTES};
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
-use crate::mem::stream;
 use crate::mem::uninit::{self, Slot};
-use crate::ops::blocks::{fill_blocks, new_vec_of_blocks, stores_measured};
+use crate::ops::blocks::{fill_blocks, new_vec_of_blocks};
 use crate::ops::{alloc_output, check_output_shape, typed_output};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, join_parts, require_rank_at_least_1, SmallDims};
@@ -290,11 +290,29 @@ fn execute<T: Element>(
     offsets: &[usize],
     plan: NdPlan,
 ) -> Result<TypedTensor<T>> {
-    if let Some((src, block_bytes)) = streamed(data.data(), offsets, &plan) {
-        if let Some(out) = fresh_streamed::<T>(src, block_bytes, offsets, &plan) {
+    let writing = SliceWriting::choose(data.data(), offsets, &plan);
+    if let Some((src, block_bytes)) = writing.streamed {
+        let time_order = !writing.times_stores();
+        if let Some(out) = fresh_streamed::<T>((src, block_bytes, time_order), offsets, &plan) {
+            writing.done(std::mem::size_of_val(&out[..]));
             return Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out));
         }
+        // No memory for the streamed path's table: the copy below is not
+        // the strategy being timed.
+        return fresh_copied(data, offsets, plan);
     }
+    let out = fresh_copied(data, offsets, plan)?;
+    writing.done(std::mem::size_of_val(out.data()));
+    Ok(out)
+}
+
+/// A new output written by [`copy_slices`], not zeroed first when `T`
+/// allows it (see `uninit`).
+fn fresh_copied<T: Element>(
+    data: TypedView<'_, T>,
+    offsets: &[usize],
+    plan: NdPlan,
+) -> Result<TypedTensor<T>> {
     let write = |out: &mut [MaybeUninit<T::Word>]| {
         copy_slices(T::as_words(data.data()), offsets, &plan, out)
     };
@@ -314,11 +332,15 @@ fn execute<T: Element>(
 
 /// Write the gathered slices into `out` (the output's length).
 fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, out: &mut [T]) {
-    if let Some((src, block_bytes)) = streamed(data.data(), offsets, plan) {
+    let writing = SliceWriting::choose(data.data(), offsets, plan);
+    let out_bytes = std::mem::size_of_val(out);
+    if let Some((src, block_bytes)) = writing.streamed {
         if let Some(dst) = T::as_bytes_mut(out) {
-            fill_blocks(dst, src, block_bytes, |first| {
+            let time_order = !writing.times_stores();
+            fill_blocks(dst, src, block_bytes, time_order, |first| {
                 source_blocks(offsets, plan, first)
             });
+            writing.done(out_bytes);
             return;
         }
     }
@@ -331,45 +353,83 @@ fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, ou
         T::as_words_mut(out),
     );
     debug_assert!(copied.is_ok(), "GatherND plan without an offset per block");
+    writing.done(out_bytes);
 }
 
-/// Data's bytes and the slice size in bytes when the output is written by
-/// Gather's streamed block copy (prefetched source rows, streaming stores,
-/// source order from a source past the cache): plain elements, under the
-/// same rule as Gather's slices (see [`stream::streams`]), a plan with an
-/// offset for every output slice. Slices of 16 KiB or more whose source
-/// and output fit in the cache keep [`copy_slices`], whose `memcpy`
-/// leaves them in cache (Gather measures that choice; GatherND does not).
-/// From Python on AMD EPYC family 25 model 1, `stores=cached` (the
-/// `memcpy` per slice) against this, medians of five interleaved rounds:
-/// 64k slices of 1 KiB from 64 MiB 11.0 -> 8.5 ms on one thread, 7.1 ->
-/// 4.95 on two; `batch_dims=1`, [64, 1024, 256], 11.1 -> 8.3 and 6.8 ->
-/// 4.8.
-fn streamed<'d, T: Element>(
-    data: &'d [T],
-    offsets: &[usize],
-    plan: &NdPlan,
-) -> Option<(&'d [u8], usize)> {
-    let src = T::as_bytes(data)?;
-    let word = std::mem::size_of::<T>();
-    let (block_bytes, out_bytes) = (
-        plan.block.checked_mul(word)?,
-        plan.output_len.checked_mul(word)?,
-    );
-    // The store rule first: a small call stops there, before the divisions.
-    let stores = knobs::in_force().stores;
-    let chosen = out_bytes > 0
-        && stream::streams(stores, out_bytes, block_bytes)
-        && !stores_measured(stores, out_bytes, block_bytes, src.len());
-    if !chosen {
-        return None;
+/// How one call writes its slices, and the measurement its time joins.
+struct SliceWriting<'d> {
+    /// Data's bytes and the slice size in bytes when the output is written
+    /// by Gather's streamed block copy (prefetched source rows, streaming
+    /// stores, source order from a source past the cache).
+    streamed: Option<(&'d [u8], usize)>,
+    stores: Option<StoreChoice>,
+}
+
+impl<'d> SliceWriting<'d> {
+    /// Gather's streamed block copy for plain elements when the stores in
+    /// force stream for this call's sizes (see [`StoreChoice`]: under
+    /// `auto`, measured per class of call between small outputs and the
+    /// size rule's threshold) and the plan has an offset for every output
+    /// slice; [`copy_slices`], whose `memcpy` per slice leaves the output
+    /// in cache, otherwise. From Python on AMD EPYC family 25 model 1,
+    /// `stores=cached` (the `memcpy` per slice) against the streamed copy,
+    /// medians of five interleaved rounds: 64k slices of 1 KiB from
+    /// 64 MiB 11.0 -> 8.5 ms on one thread, 7.1 -> 4.95 on two;
+    /// `batch_dims=1`, [64, 1024, 256], 11.1 -> 8.3 and 6.8 -> 4.8.
+    fn choose<T: Element>(data: &'d [T], offsets: &[usize], plan: &NdPlan) -> SliceWriting<'d> {
+        let copied = SliceWriting {
+            streamed: None,
+            stores: None,
+        };
+        let Some(src) = T::as_bytes(data) else {
+            return copied;
+        };
+        let word = std::mem::size_of::<T>();
+        let (Some(block_bytes), Some(out_bytes)) = (
+            plan.block.checked_mul(word),
+            plan.output_len.checked_mul(word),
+        ) else {
+            return copied;
+        };
+        // The store rule's cheap part first: a small call stops there,
+        // before the divisions.
+        let stores = knobs::in_force().stores;
+        let small = stores == Stores::Auto && out_bytes < MEASURED_MIN_BYTES;
+        if small || out_bytes == 0 {
+            return copied;
+        }
+        let Some(blocks) = plan.output_len.checked_div(plan.block) else {
+            return copied;
+        };
+        let whole = blocks * plan.block == plan.output_len
+            && offsets.len() >= blocks
+            && plan.batches > 0
+            && offsets.len() / plan.batches > 0;
+        let sizes = Sizes {
+            out_bytes,
+            run_bytes: block_bytes,
+            src_bytes: src.len(),
+            tasks: parallel::tasks(out_bytes, blocks),
+        };
+        // Without whole slices the stores change nothing: not timed.
+        let stores = StoreChoice::choose(Writer::GatherNdSlices, stores, sizes, whole);
+        SliceWriting {
+            streamed: (stores.streaming && whole).then_some((src, block_bytes)),
+            stores: Some(stores),
+        }
     }
-    let blocks = plan.output_len.checked_div(plan.block)?;
-    let whole = blocks * plan.block == plan.output_len
-        && offsets.len() >= blocks
-        && plan.batches > 0
-        && offsets.len() / plan.batches > 0;
-    whole.then_some((src, block_bytes))
+
+    /// Whether the call's stores are being timed.
+    fn times_stores(&self) -> bool {
+        self.stores.as_ref().is_some_and(StoreChoice::is_timed)
+    }
+
+    /// The call has written `out_bytes`.
+    fn done(self, out_bytes: usize) {
+        if let Some(stores) = self.stores {
+            stores.done(out_bytes);
+        }
+    }
 }
 
 /// A fresh output written by Gather's streamed block copy (see
@@ -378,17 +438,16 @@ fn streamed<'d, T: Element>(
 /// take it, more instructions.
 #[inline(never)]
 fn fresh_streamed<T: Element>(
-    src: &[u8],
-    block_bytes: usize,
+    (src, block_bytes, time_order): (&[u8], usize, bool),
     offsets: &[usize],
     plan: &NdPlan,
 ) -> Option<Vec<T>> {
     let source = |first| source_blocks(offsets, plan, first);
-    new_vec_of_blocks::<T, _>(plan.output_len, src, block_bytes, source)
+    new_vec_of_blocks::<T, _>(plan.output_len, src, block_bytes, time_order, source)
 }
 
 /// The source slice (in slices of `plan.block` from data's start) of each
-/// output slice from `first` on; see [`streamed`] for the plan's checks.
+/// output slice from `first` on; see [`SliceWriting::choose`] for the plan's checks.
 fn source_blocks<'a>(
     offsets: &'a [usize],
     plan: &'a NdPlan,

@@ -68,6 +68,11 @@ pub(crate) fn source_order(class: Class) -> bool {
     MEASURED.second(class.slot)
 }
 
+/// Whether `class` is done measuring: its order is fixed.
+pub(crate) fn settled(class: Class) -> bool {
+    MEASURED.settled(class.slot)
+}
+
 /// Note the time a copy of `class` took to write `bytes`.
 pub(crate) fn record(class: Class, source_order: bool, bytes: usize, elapsed: std::time::Duration) {
     MEASURED.record(class.slot, source_order, bytes, elapsed);

@@ -23,7 +23,7 @@ use std::time::Instant;
 use self::measured_order::Class;
 use crate::dtype::{DType, Element};
 use crate::mem::cpu::{last_level_cache_bytes, MEASURED_LAST_LEVEL_CACHE};
-use crate::mem::knobs::{self, BlockOrder, Stores};
+use crate::mem::knobs::{self, BlockOrder};
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_items, prefetch_items_to_l2, prefetch_line, CacheLevel, LINE};
 use crate::mem::scratch::{scratch, Scratch};
@@ -31,43 +31,15 @@ use crate::mem::scratch::{scratch, Scratch};
 use crate::mem::stream::stream_row;
 use crate::mem::stream::{copy_nontemporal_16s, store_fence, zero, Avx, OutByte};
 
-/// Whether, under `stores`, a copy of blocks of `block_bytes` from a
-/// source of `src_bytes` into an output of `out_bytes` is one whose stores
-/// are chosen by measurement rather than by size: `auto`, blocks of
-/// [`CACHED_MIN_BLOCK_BYTES`] or more, source and output within the
-/// last-level cache.
-pub(crate) fn stores_measured(
-    stores: Stores,
-    out_bytes: usize,
-    block_bytes: usize,
-    src_bytes: usize,
-) -> bool {
-    stores == Stores::Auto
-        && block_bytes >= CACHED_MIN_BLOCK_BYTES
-        && out_bytes.saturating_add(src_bytes) <= last_level_cache_bytes()
-}
-
-/// Blocks at least this long, from a source that fits in the last-level
-/// cache with the output, may be copied with ordinary stores (`memcpy`)
-/// under `auto` whatever the output's size, where a repeated call then
-/// reads its source from cache and leaves its output there; whether it
-/// does is measured per class of call ([`measured_stores`]). 16 MiB of
-/// output from a 16 MiB source on the 32 MiB L3 of a Zen 5 (family 26
-/// model 2), one thread / two threads: blocks of 64 KiB 0.43 / 0.25 ms
-/// against 0.49 / 0.44 streamed, 16 KiB 0.43 / 0.25 against 0.43 / 0.40;
-/// blocks of 4 KiB still stream (0.46 / 0.42 against 0.61 / 0.32 cached),
-/// as does everything past the cache (32 MiB from 32 MiB: 64 KiB blocks
-/// 1.06 / 0.98 ms cached against 1.10 / 0.85).
-pub(crate) const CACHED_MIN_BLOCK_BYTES: usize = 16 << 10;
-
 /// How far ahead of the copy source blocks are prefetched: about 8 KiB,
 /// enough to cover memory latency at this copy rate (measured on W1, W8).
 const PREFETCH_BYTES_AHEAD: usize = 8 << 10;
 
 /// A new vector of `len` plain elements (every bit pattern valid) whose
 /// bytes are the blocks of `block_len` bytes of `src` that `source(first)`
-/// lists from output block `first` on; see [`fill_blocks`]. `None` when
-/// `T` is not plain or the memory cannot be allocated.
+/// lists from output block `first` on; see [`fill_blocks`], which also
+/// says what `time_order` is. `None` when `T` is not plain or the memory
+/// cannot be allocated.
 ///
 /// The memory is not zeroed first: the copy writes every byte once, so a
 /// reused allocation costs no extra pass.
@@ -75,6 +47,7 @@ pub(crate) fn new_vec_of_blocks<T: Element, I: Iterator<Item = usize> + Clone>(
     len: usize,
     src: &[u8],
     block_len: usize,
+    time_order: bool,
     source: impl Fn(usize) -> I + Sync,
 ) -> Option<Vec<T>> {
     T::as_bytes(&[])?;
@@ -87,7 +60,7 @@ pub(crate) fn new_vec_of_blocks<T: Element, I: Iterator<Item = usize> + Clone>(
     // may be viewed as `MaybeUninit<u8>` (alignment 1, no validity rule).
     let spare_bytes: &mut [MaybeUninit<u8>] =
         unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), bytes) };
-    fill_blocks(spare_bytes, src, block_len, source);
+    fill_blocks(spare_bytes, src, block_len, time_order, source);
     // SAFETY: `fill_blocks` wrote every byte of the first `len` elements
     // (each block slot is copied or zeroed, the trailing bytes zeroed), the
     // stores are fenced, and `T` is plain (`as_bytes` is `Some` exactly for
@@ -103,11 +76,14 @@ pub(crate) fn new_vec_of_blocks<T: Element, I: Iterator<Item = usize> + Clone>(
 /// outside `src`) and trailing bytes are zeroed. Large outputs are split
 /// across the rayon pool; each task prefetches its source blocks ahead and
 /// writes with streaming stores, in source order when that pays (see
-/// [`reads_in_source_order`]).
+/// [`reads_in_source_order`]). The order may be timed for its class
+/// ([`measured_order`]) only when `time_order`: not while the call's
+/// stores are being timed.
 pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     dst: &mut [B],
     src: &[u8],
     block_len: usize,
+    time_order: bool,
     source: impl Fn(usize) -> I + Sync,
 ) {
     let block_len = block_len.max(1);
@@ -117,6 +93,8 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     let per_thread = parallel::one_task_per_thread(dst.len(), blocks);
     let order = knobs::in_force().block_order;
     let measured = measured_class(order, src.len(), dst.len(), block_len, per_thread);
+    // While the call's stores are being timed, the order is not.
+    let measured = measured.filter(|&class| time_order || measured_order::settled(class));
     let by_source = match measured {
         Some(class) => measured_order::source_order(class),
         None => reads_in_source_order(order, src.len(), block_len, per_thread),

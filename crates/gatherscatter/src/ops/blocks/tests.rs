@@ -22,7 +22,7 @@ fn fill_blocks_copies_listed_blocks_and_zeroes_the_rest() {
         // Fewer slots than listed, as many, more (zeroed), and a partial tail.
         for len in [0, block_len * 3, block_len * 6, block_len * 8 + 5] {
             let mut dst = vec![0xAAu8; len];
-            fill_blocks(&mut dst, &src, block_len, |first| {
+            fill_blocks(&mut dst, &src, block_len, true, |first| {
                 listed.iter().copied().skip(first)
             });
             assert_eq!(
@@ -232,7 +232,7 @@ fn fill_blocks_in_source_order_matches_slot_order() {
         let tuning = knobs::Tuning::AUTO.with_block_order(order);
         let fill = |dst: &mut [u8]| {
             knobs::scoped(tuning, || {
-                fill_blocks(dst, &src, block_len, |first| {
+                fill_blocks(dst, &src, block_len, true, |first| {
                     listed.iter().copied().skip(first)
                 })
             })
@@ -256,13 +256,15 @@ fn fill_blocks_in_source_order_matches_slot_order() {
 fn new_vec_of_blocks_writes_every_byte_of_plain_elements() {
     let src: Vec<u8> = (0..200u8).collect();
     let listed = [2usize, 0, 4, 2];
-    let out = new_vec_of_blocks::<u32, _>(10, &src, 8, |first| listed.iter().copied().skip(first))
-        .expect("plain type");
+    let out = new_vec_of_blocks::<u32, _>(10, &src, 8, true, |first| {
+        listed.iter().copied().skip(first)
+    })
+    .expect("plain type");
     let bytes: Vec<u8> = out.iter().flat_map(|v| v.to_ne_bytes()).collect();
     assert_eq!(bytes, expected_blocks(&src, 8, &listed, 40));
-    assert!(new_vec_of_blocks::<String, _>(1, &src, 8, |_| 0..1).is_none());
-    assert!(new_vec_of_blocks::<bool, _>(1, &src, 1, |_| 0..1).is_none());
-    assert!(new_vec_of_blocks::<u64, _>(usize::MAX / 4, &src, 8, |_| 0..1).is_none());
+    assert!(new_vec_of_blocks::<String, _>(1, &src, 8, true, |_| 0..1).is_none());
+    assert!(new_vec_of_blocks::<bool, _>(1, &src, 1, true, |_| 0..1).is_none());
+    assert!(new_vec_of_blocks::<u64, _>(usize::MAX / 4, &src, 8, true, |_| 0..1).is_none());
 }
 
 #[test]

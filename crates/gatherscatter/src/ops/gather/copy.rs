@@ -1,17 +1,17 @@
 //! Gather's kernels: the resolved indices turned into copies of whole
 //! blocks (the `inner` elements after the axis) from data to the output.
 
-use super::{measured_stores, GatherPlan};
+use super::GatherPlan;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::index::takes_small_path;
 use crate::mem::knobs;
+use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
 use crate::mem::prefetch;
-use crate::mem::stream;
 use crate::mem::uninit::{self, Slot};
 use crate::ops::alloc_output;
-use crate::ops::blocks::{self, stores_measured};
+use crate::ops::blocks;
 use crate::tensor::{TypedTensor, TypedView};
 use std::mem::MaybeUninit;
 
@@ -30,7 +30,8 @@ pub(super) fn execute<T: Element>(
     let writing = Writing::choose(data, plan);
     let out = match (writing.streamed_block_bytes, T::as_bytes(data.data())) {
         (Some(block_bytes), Some(src)) => {
-            blocks::new_vec_of_blocks(plan.output_len, src, block_bytes, |first| {
+            let time_order = !writing.times_stores();
+            blocks::new_vec_of_blocks(plan.output_len, src, block_bytes, time_order, |first| {
                 source_blocks(resolved, plan, first)
             })
             .ok_or(Error::Allocation {
@@ -105,54 +106,54 @@ fn for_each_small_block<T>(
 struct Writing {
     /// The block size in bytes when the output takes the streaming path.
     streamed_block_bytes: Option<usize>,
-    /// The call's place in the measurement of its class, if its stores
-    /// are measured ([`measured_stores`]).
-    timed: Option<measured_stores::Timed>,
+    /// The stores chosen, and the call's place in their measurement.
+    stores: Option<StoreChoice>,
 }
 
 impl Writing {
-    /// Streaming stores for rows of a plain type under the stores in force
-    /// (see [`crate::mem::stream::streams`]), except, under `auto`, long
-    /// blocks whose source and output fit in the last-level cache together
-    /// (see [`blocks::CACHED_MIN_BLOCK_BYTES`]): those take the stores their first
-    /// calls measured faster (ordinary stores under Miri, which cannot
-    /// time).
+    /// Streaming stores for rows of a plain type when the stores in force
+    /// choose them for this call's sizes ([`StoreChoice`]: under `auto`,
+    /// measured per class of call between small outputs and the size
+    /// rule's threshold).
     fn choose<T: Element>(data: TypedView<'_, T>, plan: &GatherPlan) -> Writing {
         let bytes = |n: usize| n.checked_mul(std::mem::size_of::<T>());
         let (Some(block_bytes), Some(out_bytes)) = (bytes(plan.inner), bytes(plan.output_len))
         else {
             return Writing {
                 streamed_block_bytes: None,
-                timed: None,
+                stores: None,
             };
         };
-        let stores = knobs::in_force().stores;
         let plain = T::as_bytes(&[]).is_some();
-        let by_size = out_bytes > 0 && stream::streams(stores, out_bytes, block_bytes);
-        let in_cache = stores_measured(
-            stores,
-            out_bytes,
-            block_bytes,
-            std::mem::size_of_val(data.data()),
-        );
-        let timed = (by_size && in_cache && plain && !cfg!(miri)).then(|| {
-            let tasks = parallel::tasks(out_bytes, plan.output_len / plan.inner);
-            measured_stores::Timed::start(measured_stores::Class::of(out_bytes, block_bytes, tasks))
-        });
-        let streamed = match &timed {
-            Some(timed) => timed.streaming,
-            None => by_size && !in_cache,
-        };
-        Writing {
-            streamed_block_bytes: (streamed && plain).then_some(block_bytes),
-            timed,
+        if !plain || out_bytes == 0 {
+            return Writing {
+                streamed_block_bytes: None,
+                stores: None,
+            };
         }
+        let sizes = Sizes {
+            out_bytes,
+            run_bytes: block_bytes,
+            src_bytes: std::mem::size_of_val(data.data()),
+            tasks: parallel::tasks(out_bytes, plan.output_len / plan.inner),
+        };
+        let stores = knobs::in_force().stores;
+        let stores = StoreChoice::choose(Writer::GatherBlocks, stores, sizes, true);
+        Writing {
+            streamed_block_bytes: stores.streaming.then_some(block_bytes),
+            stores: Some(stores),
+        }
+    }
+
+    /// Whether the call's stores are being timed.
+    fn times_stores(&self) -> bool {
+        self.stores.as_ref().is_some_and(StoreChoice::is_timed)
     }
 
     /// The call has written `out_bytes`.
     fn done(self, out_bytes: usize) {
-        if let Some(timed) = self.timed {
-            timed.done(out_bytes);
+        if let Some(stores) = self.stores {
+            stores.done(out_bytes);
         }
     }
 }
@@ -180,7 +181,8 @@ pub(super) fn fill<T: Element>(
     let out_bytes = std::mem::size_of_val(out);
     let streamed = writing.streamed_block_bytes.and_then(|block_bytes| {
         let (src, dst) = (T::as_bytes(data.data())?, T::as_bytes_mut(out)?);
-        blocks::fill_blocks(dst, src, block_bytes, |first| {
+        let time_order = !writing.times_stores();
+        blocks::fill_blocks(dst, src, block_bytes, time_order, |first| {
             source_blocks(resolved, plan, first)
         });
         Some(())

@@ -5,10 +5,8 @@
 //! data and indices (TensorFlow / MindSpore form).
 
 mod copy;
-mod measured_stores;
 
 use self::copy::{execute, fill};
-pub(crate) use self::measured_stores::timings as measured_store_choices;
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};

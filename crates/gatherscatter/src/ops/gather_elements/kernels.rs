@@ -10,8 +10,9 @@ use crate::index::{
     WideIndices,
 };
 use crate::mem::knobs;
+use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
-use crate::mem::stream::{self, store_fence};
+use crate::mem::stream::store_fence;
 use crate::mem::uninit::{self, Slot};
 use crate::ops::alloc_output;
 use crate::shape::{merge_dims_after_axis, strides, RowBases};
@@ -162,13 +163,23 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         out_bytes,
         tasks,
     );
+    // Stores only matter to the vector loops along the last axis, and are
+    // timed only once the loop and the row fetch are no longer.
+    let may_time = innermost && vector && !words.as_ref().is_some_and(|w| w.timed());
+    let sizes = Sizes {
+        out_bytes,
+        // The vector loops align their own runs of streaming stores.
+        run_bytes: usize::MAX,
+        src_bytes: std::mem::size_of_val(data),
+        tasks,
+    };
+    let writer = Writer::GatherElementsRows;
+    let stores = StoreChoice::choose(writer, tuning.stores, sizes, may_time && !fetch.timed());
     let geometry = RowGeometry {
         row_len,
         axis_stride,
         innermost,
-        // Rows' words are stored one by one; the vector loops align their
-        // own runs of streaming stores, so no run length is asked for.
-        streaming: stream::streams(tuning.stores, std::mem::size_of_val(out), usize::MAX),
+        streaming: stores.streaming,
         vector,
         prefetch_next: fetch.prefetch,
         tile: outer_axis_tile::<W>(rule.size, row_len, packed),
@@ -198,6 +209,7 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         })
     };
     if done.is_ok() {
+        stores.done(out_bytes);
         fetch.done(out_bytes);
         if let Some(words) = words {
             words.done(out_bytes);

@@ -1,6 +1,7 @@
 use super::*;
 use crate::mem::cpu::last_level_cache_bytes;
 use crate::mem::knobs::Stores;
+use crate::mem::stream::streaming_min_bytes;
 use crate::Complex64;
 use crate::{Gather, Tensor};
 
@@ -113,15 +114,16 @@ fn fresh_and_caller_outputs_of_every_block_length_are_written_in_full() {
     check([9, 5, 1], 37, |k| k.to_string());
 }
 
-/// Under `auto`, blocks of 16 KiB or more past the streaming threshold
-/// whose source fits in the last-level cache with the output are the
-/// calls whose stores are timed; every other call, and every forced
-/// knob, follows the fixed rule.
+/// Under `auto`, outputs from 1 MiB up to the streaming threshold, and
+/// blocks of 16 KiB or more past it whose source fits in the last-level
+/// cache with the output, are the calls whose stores are timed (ordinary
+/// stores first); every other call, and every forced knob, follows the
+/// fixed rule.
 #[test]
-fn auto_times_the_stores_of_long_blocks_that_fit_in_cache_with_their_source() {
+fn auto_times_the_stores_between_small_outputs_and_the_threshold_and_of_long_blocks_in_cache() {
     use crate::index::AxisRule;
     use crate::mem::knobs::Tuning;
-    let (threshold, cache) = (stream::streaming_min_bytes(), last_level_cache_bytes());
+    let (threshold, cache) = (streaming_min_bytes(), last_level_cache_bytes());
     // Four rows of 16 KiB.
     let data = TypedTensor::new(vec![4, 4096], vec![0u32; 4 * 4096]).unwrap();
     let plan = |inner: usize, out_bytes: usize| GatherPlan {
@@ -143,22 +145,31 @@ fn auto_times_the_stores_of_long_blocks_that_fit_in_cache_with_their_source() {
         })
     };
     let fits = threshold + (64 << 10) <= cache;
-    let long = choose(Stores::Auto, 4096, threshold);
-    match &long.timed {
-        Some(timed) => assert!(!timed.streaming, "ordinary stores are timed first"),
-        None => assert!(cfg!(miri) || !fits, "a long block in cache is timed"),
+    let timed = [
+        (4096, threshold, fits),
+        (1024, threshold - (64 << 10), true),
+        (4096, 1 << 20, true),
+    ];
+    for (inner, out_bytes, measured) in timed {
+        let writing = choose(Stores::Auto, inner, out_bytes);
+        let stores = writing.stores.as_ref().expect("plain data");
+        let is_timed = stores.is_timed();
+        assert_eq!(is_timed, measured && !cfg!(miri), "{inner} {out_bytes}");
+        if is_timed {
+            assert_eq!(writing.streamed_block_bytes, None, "ordinary stores first");
+        }
     }
-    assert_eq!(long.streamed_block_bytes, None);
     let fixed = [
         (Stores::Auto, 1024, threshold, Some(4096)),
-        (Stores::Auto, 4096, threshold - (64 << 10), None),
         (Stores::Auto, 4096, cache, Some(16 << 10)),
+        (Stores::Auto, 4096, (1 << 20) - (64 << 10), None),
         (Stores::Cached, 4096, threshold, None),
         (Stores::Streaming, 4096, threshold, Some(16 << 10)),
     ];
     for (stores, inner, out_bytes, streamed) in fixed {
         let writing = choose(stores, inner, out_bytes);
-        assert!(writing.timed.is_none(), "{stores:?} {inner} {out_bytes}");
+        let timed = writing.stores.as_ref().is_some_and(|s| s.is_timed());
+        assert!(!timed, "{stores:?} {inner} {out_bytes}");
         assert_eq!(writing.streamed_block_bytes, streamed, "{stores:?} {inner}");
     }
 }

@@ -1,0 +1,284 @@
+//! Which stores a copy kernel writes its output with, where the size of the
+//! output alone cannot tell: decided by timing the calls themselves
+//! ([`super::measured`]).
+//!
+//! Under `stores=auto`:
+//! - runs shorter than a cache line, and outputs under
+//!   [`MEASURED_MIN_BYTES`], take ordinary stores;
+//! - outputs of at least [`streaming_min_bytes`] (a quarter of the
+//!   last-level cache) take streaming stores, except blocks of
+//!   [`CACHED_MIN_BLOCK_BYTES`] or more whose source and output fit in that
+//!   cache together;
+//! - everything between, and those long in-cache blocks, is measured: the
+//!   first calls of each class (kernel, output size and run size by powers
+//!   of two, one task or several) take ordinary stores, then streaming
+//!   ones, twice each, and the class keeps the faster.
+//!
+//! Why measure: whether an output stays in cache depends on how much of a
+//! shared cache the process really gets, which the size the CPU reports
+//! does not tell. A 2-vCPU slice of an Intel Xeon family 6 model 207
+//! reports the whole socket's 300 MiB L3, so the size rule alone put the
+//! streaming threshold at 75 MiB; yet a 64 MiB row gather (W1, from
+//! Python, one thread) took 15.4-16.2 ms with ordinary stores and
+//! 11.1-12.0 streamed. On a 2-vCPU slice of an AMD EPYC family 25 model 1
+//! with a 32 MiB L3, 16 MiB of 64 KiB blocks from a 16 MiB source took
+//! 2.1-2.3 ms with ordinary stores and 1.3-1.5 streamed, where on a Zen 5
+//! (family 26 model 2) with the same L3 ordinary stores won (0.43 ms
+//! against 0.49).
+
+use std::time::Instant;
+
+use super::cpu::last_level_cache_bytes;
+use super::knobs::Stores;
+use super::measured::{CallTiming, Log2Classes, SizeClasses, TwoWays};
+use super::stream::{streaming_min_bytes, STREAMING_MIN_RUN};
+
+/// Outputs under this size take ordinary stores under `auto`, unmeasured:
+/// the caller most likely reads them next from cache, and a call this
+/// short times poorly.
+pub(crate) const MEASURED_MIN_BYTES: usize = 1 << 20;
+
+/// Blocks at least this long, from a source that fits in the last-level
+/// cache with the output, are measured under `auto` whatever the output's
+/// size, where a repeated call may read its source from cache and leave
+/// its output there. 16 MiB of output from a 16 MiB source on the 32 MiB
+/// L3 of a Zen 5 (family 26 model 2), one thread / two threads: blocks of
+/// 64 KiB 0.43 / 0.25 ms with ordinary stores against 0.49 / 0.44
+/// streamed, 16 KiB 0.43 / 0.25 against 0.43 / 0.40; blocks of 4 KiB
+/// still stream (0.46 / 0.42 against 0.61 / 0.32 with ordinary stores),
+/// as does everything past the cache (32 MiB from 32 MiB: 64 KiB blocks
+/// 1.06 / 0.98 ms against 1.10 / 0.85).
+pub(crate) const CACHED_MIN_BLOCK_BYTES: usize = 16 << 10;
+
+/// The kernels whose stores are measured; each has classes of its own, as
+/// the same sizes cost each a different time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Writer {
+    /// Gather's copies of whole blocks.
+    GatherBlocks,
+    /// GatherElements' vector loops along the last axis.
+    GatherElementsRows,
+    /// GatherND's copies of whole slices.
+    GatherNdSlices,
+}
+
+impl Writer {
+    const ALL: [Writer; 3] = [
+        Writer::GatherBlocks,
+        Writer::GatherElementsRows,
+        Writer::GatherNdSlices,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Writer::GatherBlocks => "Gather",
+            Writer::GatherElementsRows => "GatherElements",
+            Writer::GatherNdSlices => "GatherND",
+        }
+    }
+}
+
+/// The sizes of one call that its stores depend on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sizes {
+    /// The output, in bytes.
+    pub out_bytes: usize,
+    /// The contiguous runs it is written in (`usize::MAX` for a kernel
+    /// that aligns its own runs of streaming stores).
+    pub run_bytes: usize,
+    /// The data read from.
+    pub src_bytes: usize,
+    /// The tasks the call is split into.
+    pub tasks: usize,
+}
+
+/// Classes by output size (1 MiB and up, the last class holding
+/// everything larger) and run size (a cache line and up), one task or
+/// several.
+const CLASSES: SizeClasses = SizeClasses {
+    first: Log2Classes {
+        min_log2: 20,
+        classes: 12,
+    },
+    second: Log2Classes {
+        min_log2: 6,
+        classes: 12,
+    },
+};
+
+/// This process's measurements, one table per [`Writer`]: ordinary stores
+/// first, streaming second.
+static MEASURED: [TwoWays<{ CLASSES.len() }>; Writer::ALL.len()] =
+    [const { TwoWays::new() }; Writer::ALL.len()];
+
+fn table(writer: Writer) -> &'static TwoWays<{ CLASSES.len() }> {
+    &MEASURED[writer as usize]
+}
+
+/// The stores one call takes, and its place in its class's measurement.
+#[derive(Debug)]
+pub(crate) struct StoreChoice {
+    /// Streaming (non-temporal) stores rather than ordinary ones.
+    pub streaming: bool,
+    timing: Option<(Writer, usize, Instant)>,
+}
+
+impl StoreChoice {
+    /// The stores of a call of `writer` with `sizes` under `stores`. Under
+    /// `auto`, a call in the measured range takes its class's verdict once
+    /// made; before that it is timed when `may_time` (false while another
+    /// of the call's strategies is being timed, so that two measurements do
+    /// not mix, and for copies where the stores make no difference), and
+    /// otherwise takes the size rule. Under Miri, which cannot time, calls
+    /// are never timed.
+    pub(crate) fn choose(writer: Writer, stores: Stores, sizes: Sizes, may_time: bool) -> Self {
+        let fixed = |streaming| StoreChoice {
+            streaming,
+            timing: None,
+        };
+        match stores {
+            Stores::Cached => return fixed(false),
+            Stores::Streaming => return fixed(true),
+            Stores::Auto => {}
+        }
+        if let Some(streaming) = auto_by_size(sizes) {
+            return fixed(streaming);
+        }
+        let slot = CLASSES.slot(sizes.out_bytes, sizes.run_bytes, sizes.tasks);
+        let measured = table(writer);
+        if measured.settled(slot) {
+            return fixed(measured.second(slot));
+        }
+        if !may_time || cfg!(miri) {
+            return fixed(sizes.out_bytes >= streaming_min_bytes());
+        }
+        StoreChoice {
+            streaming: measured.second(slot),
+            timing: Some((writer, slot, Instant::now())),
+        }
+    }
+
+    /// Whether this call's time joins a measurement (other strategies of
+    /// the call then keep their defaults, so that measurements do not mix).
+    pub(crate) fn is_timed(&self) -> bool {
+        self.timing.is_some()
+    }
+
+    /// The call has written `out_bytes`: its time joins its class's.
+    pub(crate) fn done(self, out_bytes: usize) {
+        if let Some((writer, slot, started)) = self.timing {
+            table(writer).record(slot, self.streaming, out_bytes, started.elapsed());
+        }
+    }
+}
+
+/// The stores `auto` takes from the sizes alone, or `None` for a call
+/// whose stores are measured.
+fn auto_by_size(sizes: Sizes) -> Option<bool> {
+    let Sizes {
+        out_bytes,
+        run_bytes,
+        src_bytes,
+        ..
+    } = sizes;
+    if run_bytes < STREAMING_MIN_RUN || out_bytes < MEASURED_MIN_BYTES {
+        return Some(false);
+    }
+    let in_cache = run_bytes >= CACHED_MIN_BLOCK_BYTES
+        && out_bytes.saturating_add(src_bytes) <= last_level_cache_bytes();
+    if out_bytes >= streaming_min_bytes() && !in_cache {
+        return Some(true);
+    }
+    None
+}
+
+/// How the report names the class in `slot`: `Gather 64 MiB outputs by
+/// 1 KiB runs, split` (GatherElements' vector loops align their own runs,
+/// so its classes name none).
+fn describe(writer: Writer, slot: usize) -> String {
+    let (output, run, split) = CLASSES.sizes(slot);
+    let runs = match run {
+        _ if writer == Writer::GatherElementsRows => String::new(),
+        r if r >= 1 << 10 => format!(" by {} KiB runs", r >> 10),
+        r => format!(" by {r} B runs"),
+    };
+    format!(
+        "{} {} MiB outputs{runs}, {}",
+        writer.name(),
+        output >> 20,
+        if split { "split" } else { "one task" }
+    )
+}
+
+/// The classes measured so far, for the report.
+pub(crate) fn timings() -> Vec<CallTiming> {
+    let each = Writer::ALL.into_iter().flat_map(|writer| {
+        let describe = move |slot| describe(writer, slot);
+        table(writer).report("stores", ["cached", "streaming"], describe)
+    });
+    each.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizes(out_bytes: usize, run_bytes: usize, src_bytes: usize) -> Sizes {
+        Sizes {
+            out_bytes,
+            run_bytes,
+            src_bytes,
+            tasks: 1,
+        }
+    }
+
+    #[test]
+    fn auto_measures_between_the_small_outputs_and_the_streaming_threshold() {
+        let threshold = streaming_min_bytes();
+        let cache = last_level_cache_bytes();
+        // Short runs and small outputs: ordinary stores.
+        assert_eq!(auto_by_size(sizes(threshold * 2, 32, 0)), Some(false));
+        assert_eq!(auto_by_size(sizes((1 << 20) - 1, 4096, 0)), Some(false));
+        // Between: measured.
+        assert_eq!(auto_by_size(sizes(1 << 20, 64, 1 << 20)), None);
+        assert_eq!(auto_by_size(sizes(threshold - 1, 1024, 0)), None);
+        // Past the threshold: streaming, save long blocks within the cache.
+        assert_eq!(auto_by_size(sizes(threshold, 1024, 0)), Some(true));
+        assert_eq!(auto_by_size(sizes(threshold, 16 << 10, cache)), Some(true));
+        let in_cache = sizes(threshold, 16 << 10, cache - threshold);
+        assert_eq!(auto_by_size(in_cache), None);
+    }
+
+    #[test]
+    fn a_forced_knob_is_never_timed_and_auto_times_only_when_allowed() {
+        let call = sizes(streaming_min_bytes() - 1, 4096, 0);
+        let forced = StoreChoice::choose(Writer::GatherNdSlices, Stores::Streaming, call, true);
+        assert!(forced.streaming && !forced.is_timed());
+        let forced = StoreChoice::choose(Writer::GatherNdSlices, Stores::Cached, call, true);
+        assert!(!forced.streaming && !forced.is_timed());
+        // Not allowed to time: the size rule (ordinary stores below it).
+        let held = StoreChoice::choose(Writer::GatherNdSlices, Stores::Auto, call, false);
+        assert!(!held.streaming && !held.is_timed());
+        let timed = StoreChoice::choose(Writer::GatherNdSlices, Stores::Auto, call, true);
+        assert_eq!(timed.is_timed(), !cfg!(miri));
+    }
+
+    #[test]
+    fn classes_are_named_by_kernel_output_and_run_size_and_split() {
+        let w1 = CLASSES.slot(64 << 20, 1024, 1);
+        assert_eq!(
+            describe(Writer::GatherBlocks, w1),
+            "Gather 64 MiB outputs by 1 KiB runs, one task"
+        );
+        let odd = CLASSES.slot((32 << 20) - 1, 127, 2);
+        assert_eq!(
+            describe(Writer::GatherNdSlices, odd),
+            "GatherND 16 MiB outputs by 64 B runs, split"
+        );
+        let rows = CLASSES.slot(1 << 20, usize::MAX, 1);
+        assert_eq!(
+            describe(Writer::GatherElementsRows, rows),
+            "GatherElements 1 MiB outputs, one task"
+        );
+    }
+}
