@@ -55,25 +55,21 @@ pub(crate) const CACHED_MIN_BLOCK_BYTES: usize = 16 << 10;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Writer {
     /// Gather's copies of whole blocks.
-    GatherBlocks,
+    Blocks,
     /// GatherElements' vector loops along the last axis.
-    GatherElementsRows,
+    ElementRows,
     /// GatherND's copies of whole slices.
-    GatherNdSlices,
+    NdSlices,
 }
 
 impl Writer {
-    const ALL: [Writer; 3] = [
-        Writer::GatherBlocks,
-        Writer::GatherElementsRows,
-        Writer::GatherNdSlices,
-    ];
+    const ALL: [Writer; 3] = [Writer::Blocks, Writer::ElementRows, Writer::NdSlices];
 
     fn name(self) -> &'static str {
         match self {
-            Writer::GatherBlocks => "Gather",
-            Writer::GatherElementsRows => "GatherElements",
-            Writer::GatherNdSlices => "GatherND",
+            Writer::Blocks => "Gather",
+            Writer::ElementRows => "GatherElements",
+            Writer::NdSlices => "GatherND",
         }
     }
 }
@@ -198,7 +194,7 @@ fn auto_by_size(sizes: Sizes) -> Option<bool> {
 fn describe(writer: Writer, slot: usize) -> String {
     let (output, run, split) = CLASSES.sizes(slot);
     let runs = match run {
-        _ if writer == Writer::GatherElementsRows => String::new(),
+        _ if writer == Writer::ElementRows => String::new(),
         r if r >= 1 << 10 => format!(" by {} KiB runs", r >> 10),
         r => format!(" by {r} B runs"),
     };
@@ -252,14 +248,14 @@ mod tests {
     #[test]
     fn a_forced_knob_is_never_timed_and_auto_times_only_when_allowed() {
         let call = sizes(streaming_min_bytes() - 1, 4096, 0);
-        let forced = StoreChoice::choose(Writer::GatherNdSlices, Stores::Streaming, call, true);
+        let forced = StoreChoice::choose(Writer::NdSlices, Stores::Streaming, call, true);
         assert!(forced.streaming && !forced.is_timed());
-        let forced = StoreChoice::choose(Writer::GatherNdSlices, Stores::Cached, call, true);
+        let forced = StoreChoice::choose(Writer::NdSlices, Stores::Cached, call, true);
         assert!(!forced.streaming && !forced.is_timed());
         // Not allowed to time: the size rule (ordinary stores below it).
-        let held = StoreChoice::choose(Writer::GatherNdSlices, Stores::Auto, call, false);
+        let held = StoreChoice::choose(Writer::NdSlices, Stores::Auto, call, false);
         assert!(!held.streaming && !held.is_timed());
-        let timed = StoreChoice::choose(Writer::GatherNdSlices, Stores::Auto, call, true);
+        let timed = StoreChoice::choose(Writer::NdSlices, Stores::Auto, call, true);
         assert_eq!(timed.is_timed(), !cfg!(miri));
     }
 
@@ -267,17 +263,17 @@ mod tests {
     fn classes_are_named_by_kernel_output_and_run_size_and_split() {
         let w1 = CLASSES.slot(64 << 20, 1024, 1);
         assert_eq!(
-            describe(Writer::GatherBlocks, w1),
+            describe(Writer::Blocks, w1),
             "Gather 64 MiB outputs by 1 KiB runs, one task"
         );
         let odd = CLASSES.slot((32 << 20) - 1, 127, 2);
         assert_eq!(
-            describe(Writer::GatherNdSlices, odd),
+            describe(Writer::NdSlices, odd),
             "GatherND 16 MiB outputs by 64 B runs, split"
         );
         let rows = CLASSES.slot(1 << 20, usize::MAX, 1);
         assert_eq!(
-            describe(Writer::GatherElementsRows, rows),
+            describe(Writer::ElementRows, rows),
             "GatherElements 1 MiB outputs, one task"
         );
     }

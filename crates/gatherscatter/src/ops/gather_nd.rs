@@ -412,7 +412,7 @@ impl<'d> SliceWriting<'d> {
             tasks: parallel::tasks(out_bytes, blocks),
         };
         // Without whole slices the stores change nothing: not timed.
-        let stores = StoreChoice::choose(Writer::GatherNdSlices, stores, sizes, whole);
+        let stores = StoreChoice::choose(Writer::NdSlices, stores, sizes, whole);
         SliceWriting {
             streamed: (stores.streaming && whole).then_some((src, block_bytes)),
             stores: Some(stores),

@@ -138,7 +138,7 @@ impl Writing {
             tasks: parallel::tasks(out_bytes, plan.output_len / plan.inner),
         };
         let stores = knobs::in_force().stores;
-        let stores = StoreChoice::choose(Writer::GatherBlocks, stores, sizes, true);
+        let stores = StoreChoice::choose(Writer::Blocks, stores, sizes, true);
         Writing {
             streamed_block_bytes: stores.streaming.then_some(block_bytes),
             stores: Some(stores),

@@ -173,7 +173,7 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         src_bytes: std::mem::size_of_val(data),
         tasks,
     };
-    let writer = Writer::GatherElementsRows;
+    let writer = Writer::ElementRows;
     let stores = StoreChoice::choose(writer, tuning.stores, sizes, may_time && !fetch.timed());
     let geometry = RowGeometry {
         row_len,
