@@ -84,8 +84,6 @@ pub(crate) struct Sizes {
     pub run_bytes: usize,
     /// The data read from.
     pub src_bytes: usize,
-    /// The tasks the call is split into.
-    pub tasks: usize,
 }
 
 /// Classes by output size (1 MiB and up, the last class holding
@@ -125,9 +123,17 @@ impl StoreChoice {
     /// made; before that it is timed when `may_time` (false while another
     /// of the call's strategies is being timed, so that two measurements do
     /// not mix, and for copies where the stores make no difference), and
-    /// otherwise takes the size rule. Under Miri, which cannot time, calls
-    /// are never timed.
-    pub(crate) fn choose(writer: Writer, stores: Stores, sizes: Sizes, may_time: bool) -> Self {
+    /// otherwise takes the size rule. `tasks` gives the number of tasks the
+    /// call is split into, asked only for a call in the measured range.
+    /// Under Miri, which cannot time, no class is ever measured: the size
+    /// rule (and the thread pool is not asked for its size).
+    pub(crate) fn choose(
+        writer: Writer,
+        stores: Stores,
+        sizes: Sizes,
+        tasks: impl FnOnce() -> usize,
+        may_time: bool,
+    ) -> Self {
         let fixed = |streaming| StoreChoice {
             streaming,
             timing: None,
@@ -140,13 +146,17 @@ impl StoreChoice {
         if let Some(streaming) = auto_by_size(sizes) {
             return fixed(streaming);
         }
-        let slot = CLASSES.slot(sizes.out_bytes, sizes.run_bytes, sizes.tasks);
+        let by_size = sizes.out_bytes >= streaming_min_bytes();
+        if cfg!(miri) {
+            return fixed(by_size);
+        }
+        let slot = CLASSES.slot(sizes.out_bytes, sizes.run_bytes, tasks());
         let measured = table(writer);
         if measured.settled(slot) {
             return fixed(measured.second(slot));
         }
-        if !may_time || cfg!(miri) {
-            return fixed(sizes.out_bytes >= streaming_min_bytes());
+        if !may_time {
+            return fixed(by_size);
         }
         StoreChoice {
             streaming: measured.second(slot),
@@ -224,7 +234,6 @@ mod tests {
             out_bytes,
             run_bytes,
             src_bytes,
-            tasks: 1,
         }
     }
 
@@ -248,14 +257,14 @@ mod tests {
     #[test]
     fn a_forced_knob_is_never_timed_and_auto_times_only_when_allowed() {
         let call = sizes(streaming_min_bytes() - 1, 4096, 0);
-        let forced = StoreChoice::choose(Writer::NdSlices, Stores::Streaming, call, true);
+        let forced = StoreChoice::choose(Writer::NdSlices, Stores::Streaming, call, || 1, true);
         assert!(forced.streaming && !forced.is_timed());
-        let forced = StoreChoice::choose(Writer::NdSlices, Stores::Cached, call, true);
+        let forced = StoreChoice::choose(Writer::NdSlices, Stores::Cached, call, || 1, true);
         assert!(!forced.streaming && !forced.is_timed());
         // Not allowed to time: the size rule (ordinary stores below it).
-        let held = StoreChoice::choose(Writer::NdSlices, Stores::Auto, call, false);
+        let held = StoreChoice::choose(Writer::NdSlices, Stores::Auto, call, || 1, false);
         assert!(!held.streaming && !held.is_timed());
-        let timed = StoreChoice::choose(Writer::NdSlices, Stores::Auto, call, true);
+        let timed = StoreChoice::choose(Writer::NdSlices, Stores::Auto, call, || 1, true);
         assert_eq!(timed.is_timed(), !cfg!(miri));
     }
 

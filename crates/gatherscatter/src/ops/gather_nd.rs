@@ -409,10 +409,10 @@ impl<'d> SliceWriting<'d> {
             out_bytes,
             run_bytes: block_bytes,
             src_bytes: src.len(),
-            tasks: parallel::tasks(out_bytes, blocks),
         };
+        let tasks = || parallel::tasks(out_bytes, blocks);
         // Without whole slices the stores change nothing: not timed.
-        let stores = StoreChoice::choose(Writer::NdSlices, stores, sizes, whole);
+        let stores = StoreChoice::choose(Writer::NdSlices, stores, sizes, tasks, whole);
         SliceWriting {
             streamed: (stores.streaming && whole).then_some((src, block_bytes)),
             stores: Some(stores),

@@ -135,10 +135,10 @@ impl Writing {
             out_bytes,
             run_bytes: block_bytes,
             src_bytes: std::mem::size_of_val(data.data()),
-            tasks: parallel::tasks(out_bytes, plan.output_len / plan.inner),
         };
+        let tasks = || parallel::tasks(out_bytes, plan.output_len / plan.inner);
         let stores = knobs::in_force().stores;
-        let stores = StoreChoice::choose(Writer::Blocks, stores, sizes, true);
+        let stores = StoreChoice::choose(Writer::Blocks, stores, sizes, tasks, true);
         Writing {
             streamed_block_bytes: stores.streaming.then_some(block_bytes),
             stores: Some(stores),

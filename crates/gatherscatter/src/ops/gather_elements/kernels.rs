@@ -171,10 +171,10 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         // The vector loops align their own runs of streaming stores.
         run_bytes: usize::MAX,
         src_bytes: std::mem::size_of_val(data),
-        tasks,
     };
+    let may_time = may_time && !fetch.timed();
     let writer = Writer::ElementRows;
-    let stores = StoreChoice::choose(writer, tuning.stores, sizes, may_time && !fetch.timed());
+    let stores = StoreChoice::choose(writer, tuning.stores, sizes, || tasks, may_time);
     let geometry = RowGeometry {
         row_len,
         axis_stride,
