@@ -118,6 +118,13 @@ pub(crate) struct StoreChoice {
 }
 
 impl StoreChoice {
+    /// Ordinary stores, untimed: for calls whose stores make no choice
+    /// (empty outputs, elements that are not plain bytes).
+    pub(crate) const ORDINARY: StoreChoice = StoreChoice {
+        streaming: false,
+        timing: None,
+    };
+
     /// The stores of a call of `writer` with `sizes` under `stores`. Under
     /// `auto`, a call in the measured range takes its class's verdict once
     /// made; before that it is timed when `may_time` (false while another

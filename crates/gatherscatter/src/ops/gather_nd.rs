@@ -292,9 +292,9 @@ fn execute<T: Element>(
 ) -> Result<TypedTensor<T>> {
     let writing = SliceWriting::choose(data.data(), offsets, &plan);
     if let Some((src, block_bytes)) = writing.streamed {
-        let time_order = !writing.times_stores();
+        let time_order = !writing.stores.is_timed();
         if let Some(out) = fresh_streamed::<T>((src, block_bytes, time_order), offsets, &plan) {
-            writing.done(std::mem::size_of_val(&out[..]));
+            writing.stores.done(std::mem::size_of_val(&out[..]));
             return Ok(TypedTensor::from_parts_unchecked(plan.output_shape, out));
         }
         // No memory for the streamed path's table: the copy below is not
@@ -302,7 +302,7 @@ fn execute<T: Element>(
         return fresh_copied(data, offsets, plan);
     }
     let out = fresh_copied(data, offsets, plan)?;
-    writing.done(std::mem::size_of_val(out.data()));
+    writing.stores.done(std::mem::size_of_val(out.data()));
     Ok(out)
 }
 
@@ -336,11 +336,11 @@ fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, ou
     let out_bytes = std::mem::size_of_val(out);
     if let Some((src, block_bytes)) = writing.streamed {
         if let Some(dst) = T::as_bytes_mut(out) {
-            let time_order = !writing.times_stores();
+            let time_order = !writing.stores.is_timed();
             fill_blocks(dst, src, block_bytes, time_order, |first| {
                 source_blocks(offsets, plan, first)
             });
-            writing.done(out_bytes);
+            writing.stores.done(out_bytes);
             return;
         }
     }
@@ -353,7 +353,7 @@ fn fill<T: Element>(data: TypedView<'_, T>, offsets: &[usize], plan: &NdPlan, ou
         T::as_words_mut(out),
     );
     debug_assert!(copied.is_ok(), "GatherND plan without an offset per block");
-    writing.done(out_bytes);
+    writing.stores.done(out_bytes);
 }
 
 /// How one call writes its slices, and the measurement its time joins.
@@ -362,7 +362,7 @@ struct SliceWriting<'d> {
     /// by Gather's streamed block copy (prefetched source rows, streaming
     /// stores, source order from a source past the cache).
     streamed: Option<(&'d [u8], usize)>,
-    stores: Option<StoreChoice>,
+    stores: StoreChoice,
 }
 
 impl<'d> SliceWriting<'d> {
@@ -379,7 +379,7 @@ impl<'d> SliceWriting<'d> {
     fn choose<T: Element>(data: &'d [T], offsets: &[usize], plan: &NdPlan) -> SliceWriting<'d> {
         let copied = SliceWriting {
             streamed: None,
-            stores: None,
+            stores: StoreChoice::ORDINARY,
         };
         let Some(src) = T::as_bytes(data) else {
             return copied;
@@ -415,19 +415,7 @@ impl<'d> SliceWriting<'d> {
         let stores = StoreChoice::choose(Writer::NdSlices, stores, sizes, tasks, whole);
         SliceWriting {
             streamed: (stores.streaming && whole).then_some((src, block_bytes)),
-            stores: Some(stores),
-        }
-    }
-
-    /// Whether the call's stores are being timed.
-    fn times_stores(&self) -> bool {
-        self.stores.as_ref().is_some_and(StoreChoice::is_timed)
-    }
-
-    /// The call has written `out_bytes`.
-    fn done(self, out_bytes: usize) {
-        if let Some(stores) = self.stores {
-            stores.done(out_bytes);
+            stores,
         }
     }
 }

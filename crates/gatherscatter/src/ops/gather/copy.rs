@@ -30,7 +30,7 @@ pub(super) fn execute<T: Element>(
     let writing = Writing::choose(data, plan);
     let out = match (writing.streamed_block_bytes, T::as_bytes(data.data())) {
         (Some(block_bytes), Some(src)) => {
-            let time_order = !writing.times_stores();
+            let time_order = !writing.stores.is_timed();
             blocks::new_vec_of_blocks(plan.output_len, src, block_bytes, time_order, |first| {
                 source_blocks(resolved, plan, first)
             })
@@ -41,7 +41,7 @@ pub(super) fn execute<T: Element>(
         }
         _ => fresh_blocks(data, resolved, plan)?,
     };
-    writing.done(std::mem::size_of_val(&out[..]));
+    writing.stores.done(std::mem::size_of_val(&out[..]));
     Ok(TypedTensor::from_parts_unchecked(plan.output_shape(), out))
 }
 
@@ -107,7 +107,7 @@ struct Writing {
     /// The block size in bytes when the output takes the streaming path.
     streamed_block_bytes: Option<usize>,
     /// The stores chosen, and the call's place in their measurement.
-    stores: Option<StoreChoice>,
+    stores: StoreChoice,
 }
 
 impl Writing {
@@ -121,14 +121,14 @@ impl Writing {
         else {
             return Writing {
                 streamed_block_bytes: None,
-                stores: None,
+                stores: StoreChoice::ORDINARY,
             };
         };
         let plain = T::as_bytes(&[]).is_some();
         if !plain || out_bytes == 0 {
             return Writing {
                 streamed_block_bytes: None,
-                stores: None,
+                stores: StoreChoice::ORDINARY,
             };
         }
         let sizes = Sizes {
@@ -141,19 +141,7 @@ impl Writing {
         let stores = StoreChoice::choose(Writer::Blocks, stores, sizes, tasks, true);
         Writing {
             streamed_block_bytes: stores.streaming.then_some(block_bytes),
-            stores: Some(stores),
-        }
-    }
-
-    /// Whether the call's stores are being timed.
-    fn times_stores(&self) -> bool {
-        self.stores.as_ref().is_some_and(StoreChoice::is_timed)
-    }
-
-    /// The call has written `out_bytes`.
-    fn done(self, out_bytes: usize) {
-        if let Some(stores) = self.stores {
-            stores.done(out_bytes);
+            stores,
         }
     }
 }
@@ -181,7 +169,7 @@ pub(super) fn fill<T: Element>(
     let out_bytes = std::mem::size_of_val(out);
     let streamed = writing.streamed_block_bytes.and_then(|block_bytes| {
         let (src, dst) = (T::as_bytes(data.data())?, T::as_bytes_mut(out)?);
-        let time_order = !writing.times_stores();
+        let time_order = !writing.stores.is_timed();
         blocks::fill_blocks(dst, src, block_bytes, time_order, |first| {
             source_blocks(resolved, plan, first)
         });
@@ -197,7 +185,7 @@ pub(super) fn fill<T: Element>(
             T::as_words_mut(out),
         );
     }
-    writing.done(out_bytes);
+    writing.stores.done(out_bytes);
 }
 
 /// Output `[batch, outer, indices_per_batch, inner]` from data

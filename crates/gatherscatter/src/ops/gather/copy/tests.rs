@@ -152,7 +152,7 @@ fn auto_times_the_stores_between_small_outputs_and_the_threshold_and_of_long_blo
     ];
     for (inner, out_bytes, measured) in timed {
         let writing = choose(Stores::Auto, inner, out_bytes);
-        let stores = writing.stores.as_ref().expect("plain data");
+        let stores = &writing.stores;
         let is_timed = stores.is_timed();
         assert_eq!(is_timed, measured && !cfg!(miri), "{inner} {out_bytes}");
         if is_timed {
@@ -168,7 +168,7 @@ fn auto_times_the_stores_between_small_outputs_and_the_threshold_and_of_long_blo
     ];
     for (stores, inner, out_bytes, streamed) in fixed {
         let writing = choose(stores, inner, out_bytes);
-        let timed = writing.stores.as_ref().is_some_and(|s| s.is_timed());
+        let timed = writing.stores.is_timed();
         assert!(!timed, "{stores:?} {inner} {out_bytes}");
         assert_eq!(writing.streamed_block_bytes, streamed, "{stores:?} {inner}");
     }
