@@ -283,6 +283,7 @@ pub(crate) fn check_batch_dims(
 
 #[cfg(test)]
 mod tests {
+    use crate::tuning::{self, Tuning};
     use crate::{GatherND, Tensor};
 
     /// Single elements from several batches, as the element path takes
@@ -298,7 +299,9 @@ mod tests {
     }
 
     /// Fresh outputs are not zeroed first: under Miri, a slot the copy
-    /// skipped would be read uninitialised by the comparison.
+    /// skipped would be read uninitialised by the comparison. Under `auto`
+    /// these calls take the small path, which appends to its output; a
+    /// forced `stores` sends them to the copy into uninitialised memory.
     #[test]
     fn fresh_outputs_hold_every_gathered_slice() {
         let data = Tensor::new(vec![2, 2, 2], (0..8).collect::<Vec<i32>>()).unwrap();
@@ -309,13 +312,18 @@ mod tests {
             (1, vec![2, 1], vec![1, 0], vec![2, 3, 4, 5]),
             (0, vec![0, 1], vec![], vec![]),
         ];
-        for (batch_dims, shape, indices, expected) in cases {
-            let indices = Tensor::new(shape, indices).unwrap();
-            let out = GatherND::new()
-                .batch_dims(batch_dims)
-                .run(&data, &indices)
-                .unwrap();
-            assert_eq!(out.data::<i32>().unwrap(), &expected[..], "{indices:?}");
+        for tuning in ["stores=auto", "stores=cached"] {
+            let tuning = Tuning::parse(tuning).unwrap();
+            for (batch_dims, shape, indices, expected) in cases.clone() {
+                let indices = Tensor::new(shape, indices).unwrap();
+                let op = GatherND::new().batch_dims(batch_dims);
+                let out = tuning::scoped(tuning, || op.run(&data, &indices)).unwrap();
+                assert_eq!(
+                    out.data::<i32>().unwrap(),
+                    &expected[..],
+                    "{tuning:?} {indices:?}"
+                );
+            }
         }
     }
 }
