@@ -4,13 +4,17 @@
 //! enough that `auto` alone would never stream or reorder, checked against
 //! the naive spec §1 references, fresh and into a caller's buffer, on 1-3
 //! threads. A bad index is named at the same position under every tuning.
+//! GatherND and ScatterND calls in the range whose stores `auto` measures
+//! equal the reference on every call, measured or not.
 
 mod common;
 mod pool;
 
 use common::*;
 use gatherscatter::tuning::{self, Tuning};
-use gatherscatter::{DType, Error, ErrorKind, Gather, GatherElements, GatherND, Tensor};
+use gatherscatter::{
+    DType, Error, ErrorKind, Gather, GatherElements, GatherND, Reduction, ScatterND, Tensor,
+};
 use pool::in_pool;
 use proptest::prelude::*;
 
@@ -439,6 +443,54 @@ fn mid_size_gathers_whose_stores_are_measured_equal_the_reference_on_every_call(
     if tuning::report().streaming_min_bytes > 1 << 20 {
         assert_measured("stores", "Gather 1 MiB outputs by 256 B runs, one task");
         assert_measured("stores", "GatherND 1 MiB outputs by 256 B runs, one task");
+    }
+}
+
+/// ScatterND overwrites and sums of 256-byte rows into a 1 MiB output,
+/// between the small outputs and the streaming threshold: under `auto`
+/// the first calls of each take ordinary stores (data copied, then each
+/// tuple's row stored) and streaming ones (the output written once as a
+/// gather of rows) in turn. Every call, fresh and into a buffer, equals
+/// the serial reference, duplicates included, and the report names both
+/// classes with their choices.
+#[test]
+fn mid_size_scatter_nds_whose_stores_are_measured_equal_the_reference_on_every_call() {
+    let (rows, row_len) = (4096, 64); // 1 MiB of u32, rows of 256 bytes
+    let data: Vec<u32> = (0..(rows * row_len) as u32).map(|v| v % 1000).collect();
+    let count = 1024;
+    // Rows named more than once, some by negative indices.
+    let picks: Vec<i64> = (0..count)
+        .map(|k| (k * 389 + 5) % (rows as i64 / 2) - 9)
+        .collect();
+    let updates: Vec<u32> = (0..(count as usize * row_len) as u32)
+        .map(|v| v % 7)
+        .collect();
+    let (mut overwritten, mut summed) = (data.clone(), data.clone());
+    for (k, &p) in picks.iter().enumerate() {
+        let row = p.rem_euclid(rows as i64) as usize * row_len;
+        let update = &updates[k * row_len..][..row_len];
+        overwritten[row..row + row_len].copy_from_slice(update);
+        for (o, u) in summed[row..row + row_len].iter_mut().zip(update) {
+            *o += u;
+        }
+    }
+    let data = Tensor::new(vec![rows, row_len], data).unwrap();
+    let tuples = Tensor::new(vec![picks.len(), 1], picks).unwrap();
+    let updates = Tensor::new(vec![count as usize, row_len], updates).unwrap();
+    for (reduction, expected) in [(Reduction::None, overwritten), (Reduction::Add, summed)] {
+        let op = ScatterND::new().reduction(reduction);
+        every_call_gives(
+            || op.run(&data, &tuples, &updates).unwrap(),
+            |into| op.run_into(&data, &tuples, &updates, into).unwrap(),
+            &expected,
+        );
+    }
+    if tuning::report().streaming_min_bytes > 1 << 20 {
+        assert_measured("stores", "ScatterND 1 MiB outputs by 256 B runs, one task");
+        assert_measured(
+            "stores",
+            "ScatterND reductions 1 MiB outputs by 256 B runs, one task",
+        );
     }
 }
 

@@ -60,16 +60,30 @@ pub(crate) enum Writer {
     ElementRows,
     /// GatherND's copies of whole slices.
     NdSlices,
+    /// ScatterND's overwrites, written as a gather of slices when
+    /// streamed.
+    NdOverwrites,
+    /// ScatterND's reductions, each covered slice folded in a buffer when
+    /// streamed.
+    NdFolds,
 }
 
 impl Writer {
-    const ALL: [Writer; 3] = [Writer::Blocks, Writer::ElementRows, Writer::NdSlices];
+    const ALL: [Writer; 5] = [
+        Writer::Blocks,
+        Writer::ElementRows,
+        Writer::NdSlices,
+        Writer::NdOverwrites,
+        Writer::NdFolds,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Writer::Blocks => "Gather",
             Writer::ElementRows => "GatherElements",
             Writer::NdSlices => "GatherND",
+            Writer::NdOverwrites => "ScatterND",
+            Writer::NdFolds => "ScatterND reductions",
         }
     }
 }
@@ -286,6 +300,11 @@ mod tests {
         assert_eq!(
             describe(Writer::NdSlices, odd),
             "GatherND 16 MiB outputs by 64 B runs, split"
+        );
+        let folds = CLASSES.slot(64 << 20, 1024, 2);
+        assert_eq!(
+            describe(Writer::NdFolds, folds),
+            "ScatterND reductions 64 MiB outputs by 1 KiB runs, split"
         );
         let rows = CLASSES.slot(1 << 20, usize::MAX, 1);
         assert_eq!(

@@ -11,19 +11,6 @@
 use std::mem::MaybeUninit;
 
 use super::cpu::{avx2_available, last_level_cache_bytes};
-use super::knobs::Stores;
-
-/// Whether an output of `out_bytes` written in runs of `run_bytes` takes
-/// streaming stores under `stores`. Under [`Stores::Auto`], only outputs
-/// of at least [`streaming_min_bytes`] in runs of at least
-/// [`STREAMING_MIN_RUN`] do.
-pub(crate) fn streams(stores: Stores, out_bytes: usize, run_bytes: usize) -> bool {
-    match stores {
-        Stores::Cached => false,
-        Stores::Streaming => true,
-        Stores::Auto => out_bytes >= streaming_min_bytes() && run_bytes >= STREAMING_MIN_RUN,
-    }
-}
 
 /// Outputs at least this large take the streaming path under
 /// [`Stores::Auto`]: a quarter of the last-level cache (8 MiB of the

@@ -11,6 +11,7 @@ use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRule};
+use crate::mem::measured_stores::{StoreChoice, Writer};
 use crate::mem::uninit;
 use crate::profile::{self, Profile};
 use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
@@ -293,9 +294,24 @@ impl ScatterND {
         block: usize,
     ) -> Result<TypedTensor<T>> {
         let len = data.len();
+        let bytes = std::mem::size_of_val(data.data());
+        // The stores of an overwrite written by `scatter_slices` below
+        // (reductions choose theirs in `ApplySlices`).
+        let mut copied_stores = StoreChoice::ORDINARY;
         if self.reduction == Reduction::None {
-            if let Some(out) = overwrite_streamed(data.data(), offsets, updates.data(), block) {
-                return Ok(TypedTensor::from_parts_unchecked(data.shape(), out));
+            let (tuples, stores) =
+                SliceTuples::plan::<T>(Writer::NdOverwrites, bytes, offsets, block);
+            match tuples {
+                Some(tuples) => {
+                    let streamed = overwrite_streamed(&tuples, data.data(), updates.data(), block);
+                    if let Some(out) = streamed {
+                        stores.done(bytes);
+                        return Ok(TypedTensor::from_parts_unchecked(data.shape(), out));
+                    }
+                    // No memory for the output as bytes: the path below
+                    // is not the strategy being timed.
+                }
+                None => copied_stores = stores,
             }
         }
         let (source, upd) = (T::as_words(data.data()), T::as_words(updates.data()));
@@ -318,7 +334,12 @@ impl ScatterND {
             _ => unsafe { uninit::new_vec_of::<T, Error>(len, reduce) },
         };
         let out = match written {
-            Some(out) => out?,
+            Some(out) => {
+                let out = out?;
+                copied_stores.done(bytes);
+                out
+            }
+            // The fallback makes its own choice of stores.
             None => {
                 let mut out = super::alloc_output::<T>(len)?;
                 self.fill(data, offsets, updates, block, &mut out)?;
@@ -342,20 +363,25 @@ impl ScatterND {
         let source = data.data();
         match self.reduction {
             Reduction::None => {
-                let tuples = SliceTuples::plan::<T>(std::mem::size_of_val(out), offsets, block);
-                if let Some(tuples) = tuples {
-                    if let Some(dst) = T::as_bytes_mut(out) {
-                        tuples.overwrite(dst, source, upd, block);
-                        return Ok(());
-                    }
+                let bytes = std::mem::size_of_val(out);
+                let (tuples, stores) =
+                    SliceTuples::plan::<T>(Writer::NdOverwrites, bytes, offsets, block);
+                // The plan is only made for plain elements, whose bytes
+                // the buffer has.
+                let streamed = tuples.and_then(|tuples| {
+                    tuples.overwrite(T::as_bytes_mut(out)?, source, upd, block);
+                    Some(())
+                });
+                if streamed.is_none() {
+                    scatter_slices::<T::Word, T::Word, Overwrite>(
+                        T::as_words(source),
+                        T::as_words_mut(out),
+                        offsets,
+                        T::as_words(upd),
+                        block,
+                    );
                 }
-                scatter_slices::<T::Word, T::Word, Overwrite>(
-                    T::as_words(source),
-                    T::as_words_mut(out),
-                    offsets,
-                    T::as_words(upd),
-                    block,
-                );
+                stores.done(bytes);
                 Ok(())
             }
             _ => {
@@ -390,16 +416,14 @@ impl ScatterND {
     }
 }
 
-/// A fresh overwrite's output as a gather of slices ([`SliceTuples`]), or
-/// `None` when the call does not take that path (a small output, slices
-/// shorter than a cache line, elements that are not plain bytes).
+/// A fresh overwrite's output as a gather of slices by `tuples`, or
+/// `None` when its memory cannot be had as bytes.
 fn overwrite_streamed<T: Element>(
+    tuples: &SliceTuples,
     data: &[T],
-    offsets: &[usize],
     updates: &[T],
     block: usize,
 ) -> Option<Vec<T>> {
-    let tuples = SliceTuples::plan::<T>(std::mem::size_of_val(data), offsets, block)?;
     let write = |slots: &mut [MaybeUninit<T>]| {
         let dst = uninit::slot_bytes(slots).ok_or(())?;
         tuples.overwrite(dst, data, updates, block);
@@ -427,19 +451,24 @@ impl<T: Element> CombineKernel<T> for ApplySlices<'_, T> {
 
     fn run<C: Combine<T>>(self) {
         let out_bytes = std::mem::size_of_val(self.out);
-        if let Some(tuples) = SliceTuples::plan::<T>(out_bytes, self.offsets, self.block) {
-            if let Some(dst) = uninit::slot_bytes(self.out) {
-                tuples.fold::<T, C, _>(dst, self.source, self.upd, self.block);
-                return;
-            }
+        let (tuples, stores) =
+            SliceTuples::plan::<T>(Writer::NdFolds, out_bytes, self.offsets, self.block);
+        // The plan is only made for plain elements, whose slots are bytes.
+        let streamed = tuples.and_then(|tuples| {
+            let dst = uninit::slot_bytes(self.out)?;
+            tuples.fold::<T, C, _>(dst, self.source, self.upd, self.block);
+            Some(())
+        });
+        if streamed.is_none() {
+            scatter_slices::<T, MaybeUninit<T>, C>(
+                self.source,
+                self.out,
+                self.offsets,
+                self.upd,
+                self.block,
+            );
         }
-        scatter_slices::<T, MaybeUninit<T>, C>(
-            self.source,
-            self.out,
-            self.offsets,
-            self.upd,
-            self.block,
-        )
+        stores.done(out_bytes);
     }
 }
 

@@ -4,9 +4,10 @@
 
 use crate::dtype::Element;
 use crate::mem::knobs::{self, Stores};
+use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
 use crate::mem::prefetch::prefetch_items_to_l2;
-use crate::mem::stream::{copy_nontemporal_16s, store_fence, streams, Avx, OutByte};
+use crate::mem::stream::{copy_nontemporal_16s, store_fence, Avx, OutByte};
 use crate::mem::uninit::Slot;
 use crate::ops::{copy_into, copy_then};
 use crate::reduction::Combine;
@@ -103,29 +104,59 @@ const FOLD_PIECE_BYTES: usize = 4 << 10;
 const PREFETCH_BYTES_AHEAD: usize = 8 << 10;
 
 impl SliceTuples {
-    /// The tuples of each slice of an output of `out_bytes` of plain `T`
-    /// in slices of `block` elements, when its stores stream (see
-    /// [`streams`]) and its slices are at least [`MIN_SLICE_BYTES`] (the
-    /// `stores` knob forces either path at any size); `None` when they do
-    /// not, when `T` is not plain bytes, when there are no tuples or
-    /// `u32::MAX` or more, or when the table cannot be allocated.
+    /// How a call of `writer` (an overwrite or a reduction) writes an
+    /// output of `out_bytes` of plain `T` in slices of `block` elements:
+    /// the tuples of each slice when its stores stream (see
+    /// [`StoreChoice`]: under `auto`, streaming for outputs past a quarter
+    /// of the last-level cache, measured per class of call from 1 MiB
+    /// up) and its slices are at least [`MIN_SLICE_BYTES`] (the `stores`
+    /// knob forces either path at any size); `None` when they do not, when
+    /// `T` is not plain bytes, when there are no tuples or `u32::MAX` or
+    /// more, or when the table cannot be allocated. The choice comes
+    /// back beside it: [`StoreChoice::done`] once the output is written
+    /// (by these tuples or, without them, [`scatter_slices`]).
     pub(super) fn plan<T: Element>(
+        writer: Writer,
         out_bytes: usize,
         offsets: &[usize],
         block: usize,
-    ) -> Option<SliceTuples> {
-        T::as_bytes(&[])?;
-        let block_bytes = block.checked_mul(std::mem::size_of::<T>())?;
+    ) -> (Option<SliceTuples>, StoreChoice) {
+        let unmeasured = (None, StoreChoice::ORDINARY);
+        let Some(block_bytes) = block.checked_mul(std::mem::size_of::<T>()) else {
+            return unmeasured;
+        };
         let stores = knobs::in_force().stores;
         let long_enough = stores != Stores::Auto || block_bytes >= MIN_SLICE_BYTES;
-        if block_bytes == 0
+        if T::as_bytes(&[]).is_none()
+            || block_bytes == 0
+            || out_bytes == 0
             || offsets.is_empty()
-            || !streams(stores, out_bytes, block_bytes)
             || !long_enough
         {
-            return None;
+            return unmeasured;
         }
         let slices = out_bytes / block_bytes;
+        let sizes = Sizes {
+            out_bytes,
+            run_bytes: block_bytes,
+            src_bytes: out_bytes,
+        };
+        let tasks = || parallel::tasks(out_bytes, slices);
+        let stores = StoreChoice::choose(writer, stores, sizes, tasks, true);
+        if !stores.streaming {
+            return (None, stores);
+        }
+        match SliceTuples::table(slices, offsets, block) {
+            Some(tuples) => (Some(tuples), stores),
+            // No memory for the table: the copy the caller falls back on
+            // is not the strategy being timed.
+            None => unmeasured,
+        }
+    }
+
+    /// The counting sort of `offsets` (multiples of `block`) by the slice
+    /// of the `slices` they land in.
+    fn table(slices: usize, offsets: &[usize], block: usize) -> Option<SliceTuples> {
         let count = u32::try_from(offsets.len()).ok()?;
         let mut starts: Vec<u32> = Vec::new();
         starts.try_reserve_exact(slices + 1).ok()?;
