@@ -5,22 +5,22 @@
 //! `present[p, w + s, ..] = update[p, s, ..]` with `w = write_indices[p[0]]`
 //! (0 when absent), taken modulo `max_sequence_length` in circular mode.
 
-use std::convert::Infallible;
 use std::fmt;
-use std::mem::MaybeUninit;
 use std::str::FromStr;
 
 use crate::display::Dims;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::index::IndexElement;
-use crate::mem::parallel;
-use crate::mem::uninit::{self, Slot};
 use crate::profile::{self, Profile};
 use crate::shape::{checked_product, normalize_axis, require_rank_at_least_1, SmallDims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
+
+mod write;
+
+use self::write::{fill, fresh, write_windows_in_place};
 
 /// Where a TensorScatter update goes when it reaches the end of the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -463,117 +463,6 @@ impl TensorScatter {
             };
         }
         Ok(positions)
-    }
-}
-
-/// A new output: past with every update window written, into memory that
-/// is not zeroed first (the copy of past writes every element).
-fn fresh<T: Element>(
-    past: TypedView<'_, T>,
-    update: TypedView<'_, T>,
-    positions: &[usize],
-    plan: &Plan,
-) -> Result<Vec<T>> {
-    let write = |out: &mut [MaybeUninit<T::Word>]| {
-        let (from, update) = (T::as_words(past.data()), T::as_words(update.data()));
-        copy_and_write_windows(from, out, update, positions, plan);
-        Ok::<(), Infallible>(())
-    };
-    // SAFETY: `copy_and_write_windows` writes every slot: its tasks'
-    // chunks cover the output and each stores past's elements into all of
-    // its chunk first (`super::copy_then`).
-    #[allow(unsafe_code)]
-    match unsafe { uninit::new_vec_written::<T, Infallible>(past.len(), write) } {
-        Some(Ok(out)) => Ok(out),
-        Some(Err(never)) => match never {},
-        None => {
-            let mut out = super::alloc_output(past.len())?;
-            fill(past, update, positions, plan, &mut out);
-            Ok(out)
-        }
-    }
-}
-
-/// `out = past` with every update window written (`out` has past's length).
-fn fill<T: Element>(
-    past: TypedView<'_, T>,
-    update: TypedView<'_, T>,
-    positions: &[usize],
-    plan: &Plan,
-    out: &mut [T],
-) {
-    copy_and_write_windows(
-        T::as_words(past.data()),
-        T::as_words_mut(out),
-        T::as_words(update.data()),
-        positions,
-        plan,
-    );
-}
-
-/// `out = past`, then each cache row (one prefix `p`: `max_sequence_length`
-/// positions of `inner` elements) gets its window of `update`. Rows are
-/// independent, so each task owns a range of them, copies it and writes its
-/// windows. Positions are distinct within a window (`sequence_length <=
-/// max_sequence_length`), so the order of writes does not matter.
-fn copy_and_write_windows<W: Clone + Send + Sync, O: Slot<W>>(
-    past: &[W],
-    out: &mut [O],
-    update: &[W],
-    positions: &[usize],
-    plan: &Plan,
-) {
-    if plan.writes_nothing() {
-        super::copy_into(past, out);
-        return;
-    }
-    let cache_row = plan.cache_row();
-    let rows = out.len() / cache_row;
-    let rows_per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(out), rows));
-    super::copy_then(past, out, rows_per_task * cache_row, |offset, owned| {
-        write_windows(owned, offset / cache_row, update, positions, plan);
-    });
-}
-
-/// Only the windows of `update`, into a cache that already holds the past
-/// values; tasks are sized by the update, the bytes that move.
-fn write_windows_in_place<T: Element>(
-    cache: &mut [T],
-    update: TypedView<'_, T>,
-    positions: &[usize],
-    plan: &Plan,
-) {
-    if plan.writes_nothing() {
-        return;
-    }
-    let cache_row = plan.cache_row();
-    let (cache, update) = (T::as_words_mut(cache), T::as_words(update.data()));
-    let rows = cache.len() / cache_row;
-    let rows_per_task = rows.div_ceil(parallel::tasks(std::mem::size_of_val(update), rows));
-    parallel::for_each_chunk(cache, rows_per_task * cache_row, |task, owned| {
-        write_windows(owned, task * rows_per_task, update, positions, plan);
-    });
-}
-
-/// Write into `owned`, whole cache rows from row `first` on, each row's
-/// window of `update`.
-fn write_windows<W: Clone>(
-    owned: &mut [W],
-    first: usize,
-    update: &[W],
-    positions: &[usize],
-    plan: &Plan,
-) {
-    let (max, inner) = (plan.max_sequence_length, plan.inner);
-    let update_row = plan.sequence_length * inner;
-    for (k, cache) in owned.chunks_exact_mut(plan.cache_row()).enumerate() {
-        let p = first + k;
-        let start = positions[p / plan.per_batch];
-        let window = &update[p * update_row..(p + 1) * update_row];
-        for (s, src) in window.chunks_exact(inner).enumerate() {
-            let pos = (start + s) % max;
-            cache[pos * inner..(pos + 1) * inner].clone_from_slice(src);
-        }
     }
 }
 
