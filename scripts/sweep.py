@@ -303,6 +303,9 @@ def main() -> int:
             # each strategy) come first, so the cell times the one kept.
             for _ in range(2 * MEASURED_SAMPLES):
                 cell.gs(threads)
+            # Each library in a block, gatherscatter first, not interleaved:
+            # on two vCPUs a peer's pool still spinning after its call takes
+            # a core from whatever runs next (docs/performance.md, sweep).
             gs_s = median_time(lambda: cell.gs(threads), args.repeat)
             times = {name: median_time(make_call(threads), args.repeat)
                      for name, make_call in peers.items()}
