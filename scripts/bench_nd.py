@@ -203,9 +203,12 @@ def main() -> int:
         for threads in (1, 2):
             torch.set_num_threads(threads)
             ort_call = w.ort(threads)
-            ort_s = median_time(ort_call, args.repeat)
-            torch_s = median_time(w.torch, args.repeat)
+            # gatherscatter first and onnxruntime last: on two vCPUs the
+            # pool of a two-thread session keeps spinning after its call
+            # and slows whatever runs next (docs/performance.md, sweep).
             gs_s = median_time(lambda: w.gs(threads), args.repeat)
+            torch_s = median_time(w.torch, args.repeat)
+            ort_s = median_time(ort_call, args.repeat)
             peer, peer_s = min((("onnxruntime", ort_s), ("torch", torch_s)),
                                key=lambda p: p[1])
             rows.append({"workload": w.name, "threads": threads, "gs_s": gs_s,
