@@ -8,8 +8,8 @@ use super::NdPlan;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::index::takes_small_path;
-use crate::mem::knobs::{self, Stores};
-use crate::mem::measured_stores::{Sizes, StoreChoice, Writer, MEASURED_MIN_BYTES};
+use crate::mem::knobs;
+use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
 use crate::mem::uninit::{self, Slot};
@@ -185,11 +185,7 @@ impl<'d> SliceWriting<'d> {
         ) else {
             return copied;
         };
-        // The store rule's cheap part first: a small call stops there,
-        // before the divisions.
-        let stores = knobs::in_force().stores;
-        let small = stores == Stores::Auto && out_bytes < MEASURED_MIN_BYTES;
-        if small || out_bytes == 0 {
+        if out_bytes == 0 {
             return copied;
         }
         let Some(blocks) = plan.output_len.checked_div(plan.block) else {
@@ -205,6 +201,7 @@ impl<'d> SliceWriting<'d> {
             src_bytes: src.len(),
         };
         let tasks = || parallel::tasks(out_bytes, blocks);
+        let stores = knobs::in_force().stores;
         // Without whole slices the stores change nothing: not timed.
         let stores = StoreChoice::choose(Writer::NdSlices, stores, sizes, tasks, whole);
         SliceWriting {
@@ -215,7 +212,7 @@ impl<'d> SliceWriting<'d> {
 }
 
 /// A fresh output written by Gather's streamed block copy (see
-/// [`streamed`]); `None` when it cannot be allocated. Out of line: the
+/// [`SliceWriting`]); `None` when it cannot be allocated. Out of line: the
 /// copy's code inlined into [`execute`] cost small calls, which never
 /// take it, more instructions.
 #[inline(never)]
