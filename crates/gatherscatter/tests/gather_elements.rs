@@ -760,6 +760,69 @@ fn long_last_axis_rows_match_reference_whichever_way_they_are_read() {
     check::<i8>(|k| (k * 131) as i8, DType::I64);
 }
 
+/// Many short rows along the last axis (the sweep's shape: rows of 256),
+/// read by the scalar loop, which asks for its indices ahead a step at a
+/// time: equal to the reference on 1 to 3 threads, fresh and into a buffer,
+/// and a bad index named where it is, at a step's first or last position,
+/// a task's edge, or the last element. Int8 data always takes the scalar
+/// loop; float32 is forced to it.
+#[test]
+fn short_last_axis_rows_read_by_the_scalar_loop_match_the_reference() {
+    fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
+        let (rows, cols) = (2048usize, 256usize);
+        let values: Vec<T> = (0..rows * cols).map(make).collect();
+        let data = Tensor::new(vec![rows, cols], values.clone()).unwrap();
+        let scalar = Tuning::AUTO.with_word_gather(WordGather::Scalar);
+        // Unsigned indices are non-negative, and a bad one too large.
+        for (index_type, signed) in [(DType::I64, true), (DType::U32, false), (DType::I16, true)] {
+            let low = if signed { cols as i128 } else { 0 };
+            let raw: Vec<i128> = (0..rows * cols)
+                .map(|k| ((k * 2_654_435_761) % (cols + low as usize)) as i128 - low)
+                .collect();
+            let want = reference_gather_elements(&values, &[rows, cols], &raw, &[rows, cols], 1);
+            let want = want.unwrap();
+            let bad_value = if signed {
+                -(cols as i128) - 1
+            } else {
+                cols as i128
+            };
+            let indices = index_tensor(index_type, &[rows, cols], &raw);
+            for threads in [1, 2, 3] {
+                let op = GatherElements::new(1);
+                let run = || tuning::scoped(scalar, || op.run(&data, &indices).unwrap());
+                let fresh = in_pool(threads, run);
+                let mut into = Tensor::new(vec![rows, cols], vec![make(7); rows * cols]).unwrap();
+                in_pool(threads, || {
+                    tuning::scoped(scalar, || op.run_into(&data, &indices, &mut into).unwrap())
+                });
+                for out in [&fresh, &into] {
+                    assert!(
+                        out.data::<T>().unwrap() == &want[..],
+                        "{index_type:?}, {threads} threads"
+                    );
+                }
+            }
+            for bad_at in [
+                [0, 0],
+                [0, 63],
+                [0, 64],
+                [5, 200],
+                [1023, 255],
+                [1024, 0],
+                [2047, 255],
+            ] {
+                let mut bad = raw.clone();
+                bad[bad_at[0] * cols + bad_at[1]] = bad_value;
+                let indices = index_tensor(index_type, &[rows, cols], &bad);
+                let run = || tuning::scoped(scalar, || GatherElements::new(1).run(&data, &indices));
+                names_the_first_bad_index_on_any_pool(run, bad_value, &bad_at);
+            }
+        }
+    }
+    check::<i8>(|k| (k * 131) as i8);
+    check::<f32>(|k| k as f32 * 0.25);
+}
+
 proptest! {
     #![proptest_config(proptest_config(48))]
 

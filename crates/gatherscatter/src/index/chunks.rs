@@ -41,6 +41,34 @@ pub(crate) trait ReadIndices {
 
     /// Ask for the values in `range` (clipped to the indices) into L1.
     fn prefetch(&self, range: Range<usize>);
+
+    /// Bytes each index takes where it is stored (a widened one, less
+    /// than the type the kernels see).
+    fn stored_bytes(&self) -> usize {
+        std::mem::size_of::<Self::Index>()
+    }
+}
+
+/// A reader borrowed: what a kernel holds while a wrapper reads for it.
+impl<R: ReadIndices> ReadIndices for &mut R {
+    type Index = R::Index;
+
+    #[inline]
+    fn try_chunks<E>(
+        &mut self,
+        range: Range<usize>,
+        f: impl FnMut(usize, &[Self::Index]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        (**self).try_chunks(range, f)
+    }
+
+    fn prefetch(&self, range: Range<usize>) {
+        (**self).prefetch(range);
+    }
+
+    fn stored_bytes(&self) -> usize {
+        (**self).stored_bytes()
+    }
 }
 
 /// Indices of a [`KernelIndex`] type, read where they are.
@@ -126,6 +154,10 @@ impl ReadIndices for IndexReader<'_> {
         let end = range.end.min(self.values.len());
         self.values.prefetch(range.start.min(end)..end);
     }
+
+    fn stored_bytes(&self) -> usize {
+        self.values.item_bytes()
+    }
 }
 
 /// The index slice behind [`WideIndices`], of whichever index type.
@@ -134,6 +166,7 @@ trait Widen: Sync {
     /// `into[k] = canonical(values[from + k])`.
     fn widen(&self, from: usize, into: &mut [i64]);
     fn prefetch(&self, range: Range<usize>);
+    fn item_bytes(&self) -> usize;
 }
 
 impl<I: IndexElement> Widen for &[I] {
@@ -152,6 +185,91 @@ impl<I: IndexElement> Widen for &[I] {
         if let Some(values) = self.get(range) {
             prefetch_items(values);
         }
+    }
+
+    fn item_bytes(&self) -> usize {
+        std::mem::size_of::<I>()
+    }
+}
+
+/// A reader that asks for the indices it will read next: before each
+/// step of [`READ_AHEAD_STEP_BYTES`] of indices it reads, the lines up to
+/// [`READ_AHEAD_BYTES`] further on that it has not asked for yet.
+///
+/// For loops whose index stream is most of what they read: GatherElements'
+/// scalar loop along the last axis reads 8 bytes of `i64` index for each
+/// 1-byte element it copies, and the hardware prefetchers left that stream
+/// waiting on memory. (Int8 rows of 256 with `i64` indices, 16 MiB out,
+/// into a buffer on one thread, interleaved in one process on a 2-vCPU
+/// Intel Xeon family 6 model 207: 26.3 -> 17.7 ms; 2 KiB to 8 KiB ahead
+/// within noise of each other; steps of 256 bytes or 2 KiB slower than 512.)
+pub(crate) struct ReadAhead<R> {
+    reader: R,
+    /// Positions ahead of the one being read that are asked for; 0 reads
+    /// straight through the reader.
+    ahead: usize,
+    /// Positions read in one step.
+    step: usize,
+    /// Indices before this position have been asked for.
+    asked: usize,
+}
+
+/// How far ahead of its reads [`ReadAhead`] asks for indices.
+pub(crate) const READ_AHEAD_BYTES: usize = 4 << 10;
+
+/// Indices [`ReadAhead`] reads between two requests: eight lines.
+pub(crate) const READ_AHEAD_STEP_BYTES: usize = 512;
+
+impl<R: ReadIndices> ReadAhead<R> {
+    /// A reader whose first read starts at position `first`, asking ahead
+    /// when `ask` (otherwise it only passes the reads on).
+    pub(crate) fn new(reader: R, first: usize, ask: bool) -> ReadAhead<R> {
+        let size = reader.stored_bytes().max(1);
+        let ahead = if ask { READ_AHEAD_BYTES / size } else { 0 };
+        ReadAhead {
+            reader,
+            ahead,
+            step: (READ_AHEAD_STEP_BYTES / size).max(1),
+            asked: first.saturating_add(ahead),
+        }
+    }
+}
+
+impl<R: ReadIndices> ReadIndices for ReadAhead<R> {
+    type Index = R::Index;
+
+    #[inline]
+    fn try_chunks<E>(
+        &mut self,
+        range: Range<usize>,
+        mut f: impl FnMut(usize, &[Self::Index]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.ahead == 0 {
+            return self.reader.try_chunks(range, f);
+        }
+        let mut start = range.start;
+        while start < range.end {
+            let end = range.end.min(start.saturating_add(self.step));
+            let wanted = end.saturating_add(self.ahead);
+            if wanted > self.asked {
+                let from = self.asked.max(start.saturating_add(self.ahead));
+                self.reader.prefetch(from..wanted);
+                self.asked = wanted;
+            }
+            let before = start - range.start;
+            self.reader
+                .try_chunks(start..end, |offset, chunk| f(before + offset, chunk))?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    fn prefetch(&self, range: Range<usize>) {
+        self.reader.prefetch(range);
+    }
+
+    fn stored_bytes(&self) -> usize {
+        self.reader.stored_bytes()
     }
 }
 

@@ -184,3 +184,110 @@ fn the_small_walks_find_their_first_bad_index_again_by_position() {
     );
     assert_eq!(super::first_beyond(&[2i32, 8], 8, 8), 1);
 }
+
+/// The chunks a reader handed out, each with its offset.
+type Chunks = Vec<(usize, Vec<i64>)>;
+
+/// Every chunk a reader hands out, with its offset, over `range`; the
+/// walk stops with the position of `stop` when a chunk holds it.
+fn chunks_read<R: ReadIndices>(
+    reader: &mut R,
+    range: std::ops::Range<usize>,
+    stop: i64,
+) -> (Chunks, Result<(), usize>) {
+    let mut seen = Vec::new();
+    let result = reader.try_chunks(range, |offset, chunk| {
+        seen.push((offset, chunk.iter().map(|v| v.wide()).collect::<Vec<_>>()));
+        match chunk.iter().position(|v| v.wide() == stop) {
+            Some(k) => Err(offset + k),
+            None => Ok(()),
+        }
+    });
+    (seen, result)
+}
+
+/// The chunks joined back into the values they cover, checking that each
+/// offset follows on from the chunk before.
+fn joined(chunks: &Chunks) -> Vec<i64> {
+    let mut all = Vec::new();
+    for (offset, chunk) in chunks {
+        assert_eq!(*offset, all.len());
+        all.extend_from_slice(chunk);
+    }
+    all
+}
+
+/// Both readers handed out the same values up to where the walk ended: all
+/// of them, or (stopped early) at least up to the stop, chunks ending
+/// there or later.
+fn same_reads(chunks: &Chunks, plain: &Chunks, result: Result<(), usize>) {
+    let (got, want) = (joined(chunks), joined(plain));
+    match result {
+        Ok(()) => assert_eq!(got, want),
+        Err(at) => {
+            assert!(got.len() > at && want.len() > at, "{at}");
+            let common = got.len().min(want.len());
+            assert_eq!(got[..common], want[..common]);
+        }
+    }
+}
+
+#[test]
+fn reading_ahead_hands_out_the_same_values_and_errors_as_the_reader_it_wraps() {
+    let values: Vec<i64> = (0..1200).collect();
+    let narrow: Vec<u32> = (0..1200).collect();
+    let wide = [&narrow[..]];
+    let wide = WideIndices::new(&wide[0]);
+    for (start, len) in [
+        (0, 0),
+        (0, 1),
+        (0, 63),
+        (7, 64),
+        (3, 65),
+        (100, 900),
+        (0, 1200),
+    ] {
+        let range = start..start + len;
+        for stop in [
+            -1,
+            start as i64,
+            (start + len / 2) as i64,
+            (start + len) as i64 - 1,
+        ] {
+            let (plain, plain_result) = chunks_read(&mut InPlace(&values[..]), range.clone(), stop);
+            for ask in [false, true] {
+                let mut ahead = ReadAhead::new(InPlace(&values[..]), start, ask);
+                let (chunks, result) = chunks_read(&mut ahead, range.clone(), stop);
+                assert_eq!(result, plain_result, "{range:?} stop {stop} ask {ask}");
+                same_reads(&chunks, &plain, result);
+                let mut ahead = ReadAhead::new(wide.reader(), start, ask);
+                let (chunks, result) = chunks_read(&mut ahead, range.clone(), stop);
+                assert_eq!(
+                    result, plain_result,
+                    "widened {range:?} stop {stop} ask {ask}"
+                );
+                same_reads(&chunks, &plain, result);
+            }
+        }
+    }
+}
+
+#[test]
+fn reading_ahead_steps_through_eight_lines_of_the_stored_indices_at_a_time() {
+    let values = vec![0i64; 1000];
+    let mut ahead = ReadAhead::new(InPlace(&values[..]), 0, true);
+    let (chunks, _) = chunks_read(&mut ahead, 0..1000, -1);
+    let steps: Vec<usize> = chunks.iter().map(|(_, c)| c.len()).collect();
+    assert_eq!(steps[..3], [64, 64, 64], "512 bytes of i64");
+    assert_eq!(steps.iter().sum::<usize>(), 1000);
+    // Widened u16 indices step by their own bytes, not the i64s they become.
+    let narrow = vec![0u16; 1000];
+    let narrow = [&narrow[..]];
+    let mut ahead = ReadAhead::new(WideIndices::new(&narrow[0]).reader(), 0, true);
+    let (chunks, _) = chunks_read(&mut ahead, 0..1000, -1);
+    assert_eq!(chunks[0].1.len(), 256, "512 bytes of u16");
+    // Not asking ahead, the reader's own chunks pass through whole.
+    let mut plain = ReadAhead::new(InPlace(&values[..]), 0, false);
+    let (chunks, _) = chunks_read(&mut plain, 0..1000, -1);
+    assert_eq!(chunks.len(), 1);
+}
