@@ -17,11 +17,13 @@ use crate::error::{Error, Result};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Stores {
-    /// Streaming stores for outputs past a quarter of the last-level
-    /// cache, in rows of at least a cache line; ordinary stores otherwise.
-    /// Gather's blocks of 16 KiB or more from a source that fits in that
-    /// cache with the output take the stores their first calls measured
-    /// faster.
+    /// Ordinary stores for outputs under 1 MiB and runs shorter than a
+    /// cache line; streaming stores for outputs past a quarter of the
+    /// last-level cache, except blocks of 16 KiB or more whose source fits
+    /// in that cache with the output; everything between, and those long
+    /// blocks, takes the stores that the first calls of its class (kernel,
+    /// output and run size, one task or several) measured faster on this
+    /// CPU ([`crate::tuning::report`] lists the verdicts).
     #[default]
     Auto,
     /// Ordinary stores, always.
