@@ -221,6 +221,14 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     done
 }
 
+/// The shortest rows along the last axis whose scalar loop asks for its
+/// indices ahead: per row, the request's bookkeeping cost more than it
+/// saved in shorter ones (16 MiB of int8 by int64 indices into a buffer,
+/// one thread, interleaved: rows of 2 147-165 ms without it against
+/// 185-211 with it, rows of 8 45-55 against 54-58; rows of 32 26-32
+/// against 22-39, 22-23 in most rounds).
+const READ_AHEAD_MIN_ROW: usize = 32;
+
 /// How one call's rows are gathered, the same for every task.
 pub(super) struct RowGeometry {
     /// Elements in an output row (the last dim of the indices).
@@ -273,10 +281,12 @@ fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
         };
         let mut bases = bases.peekable();
         // The scalar loop reads its indices as a plain stream, which is
-        // asked for ahead ([`ReadAhead`]); the vector loops ran no faster
-        // with that (float32 and float64 rows of 256, one thread: within
-        // noise or up to 1.15x slower), their own row fetch in the way.
-        let mut indices = ReadAhead::new(indices, first, vector.is_none());
+        // asked for ahead ([`ReadAhead`]) in rows long enough to pay for
+        // the bookkeeping; the vector loops ran no faster with that
+        // (float32 and float64 rows of 256, one thread: within noise or
+        // up to 1.15x slower), their own row fetch in the way.
+        let ask = vector.is_none() && row_len >= READ_AHEAD_MIN_ROW;
+        let mut indices = ReadAhead::new(indices, first, ask);
         let mut fill_rows = || {
             for (r, dst) in out.chunks_exact_mut(row_len).enumerate() {
                 let Some(base) = bases.next() else { break };
