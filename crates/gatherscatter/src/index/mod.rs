@@ -15,7 +15,7 @@ use crate::tensor::TypedView;
 use crate::tensor_view::TensorView;
 
 mod chunks;
-pub(crate) use chunks::{InPlace, IndexSource, ReadAhead, ReadIndices, WideIndices};
+pub(crate) use chunks::{InPlace, IndexSource, ReadAhead, ReadIndices, WideIndices, WIDEN_CHUNK};
 mod tuples;
 pub(crate) use tuples::{resolve_tensor_tuples, resolve_tuples, TupleRule};
 

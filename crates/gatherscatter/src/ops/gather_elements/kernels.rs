@@ -20,7 +20,7 @@ use crate::tensor::{TypedTensor, TypedView};
 
 use std::mem::MaybeUninit;
 
-use super::last_axis::gather_within_row;
+use super::last_axis::{gather_short_rows, gather_within_row, SHORT_ROW};
 use super::measured_fetch::Fetch;
 use super::measured_words::WordLoop;
 use super::outer_axis::{
@@ -147,7 +147,12 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     let row_bytes = rule.size * std::mem::size_of::<W>();
     let axis_stride = strides(data_shape)[axis];
     let knob = tuning.word_gather;
-    let words = innermost.then(|| {
+    let short_rows = (innermost && row_len < SHORT_ROW)
+        .then(|| matching_last_axis_rows(data_shape, indices_shape, rule))
+        .flatten()
+        .map(|(data_row, _)| data_row);
+    // Short rows take their own scalar walk, so no word loop is chosen.
+    let words = (innermost && short_rows.is_none()).then(|| {
         WordLoop::<VectorRow<W, O, S::Index>>::last_axis(knob, row_bytes, out_bytes, tasks)
     });
     let vector = words.as_ref().is_some_and(|w| w.vector.is_some());
@@ -186,6 +191,7 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         packed,
         axis_size: rule.size,
         strided: strided.as_ref().is_some_and(|s| s.vector.is_some()),
+        short_rows,
     };
     let done = if !geometry.innermost && tasks > 1 && row_len >= 64 * tasks {
         let tasks = tasks.min(row_len / 64);
@@ -252,6 +258,9 @@ pub(super) struct RowGeometry {
     pub(super) axis_size: usize,
     /// Outer axis: row pieces of words take the strided vector loop.
     pub(super) strided: bool,
+    /// Along the last axis, rows under [`SHORT_ROW`] whose data rows follow
+    /// one another: the data row's length, for [`gather_short_rows`].
+    pub(super) short_rows: Option<usize>,
 }
 
 /// Fill whole rows `dst`, the output from flat position `first` on, from
@@ -273,6 +282,11 @@ fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
         tile,
         ..
     } = *geometry;
+    if let (true, Some(data_row)) = (innermost, geometry.short_rows) {
+        // Asked ahead a step at a time, not a row.
+        let mut indices = ReadAhead::new(indices, first, true);
+        return gather_short_rows(data, (data_row, row_len), rule, &mut indices, first, out);
+    }
     if innermost {
         // Innermost axis: each row reads one contiguous data row at random offsets.
         let vector = match geometry.vector {
