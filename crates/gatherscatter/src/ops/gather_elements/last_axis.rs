@@ -133,29 +133,50 @@ pub(super) fn gather_short_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
         indices.try_chunks(at..at + dst.len(), |offset, idx| {
             let dst = &mut dst[offset..offset + idx.len()];
             // A chunk may start inside a row (a reader's own steps).
-            let (mut row, mut col) = ((at + offset) / row_len, (at + offset) % row_len);
-            let mut done = 0;
-            while done < idx.len() {
-                let take = (row_len - col).min(idx.len() - done);
-                let from = row * data_row;
-                // The plan sizes data to hold every row the indices have.
-                let Some(row_data) = data.get(from..from + data_row) else {
-                    return Err(at + offset + done);
-                };
-                let pairs = dst[done..done + take]
-                    .iter_mut()
-                    .zip(&idx[done..done + take]);
-                for (j, (slot, &v)) in pairs.enumerate() {
-                    match row_data.get(position_shifted(v.wide(), shift)) {
-                        Some(value) => slot.put(value.clone()),
-                        None => return Err(at + offset + done + j),
-                    }
-                }
-                done += take;
-                (row, col) = (row + 1, 0);
-            }
-            Ok(())
+            let start = at + offset;
+            // Without a negative index in the chunk (one vectorized pass),
+            // the walk needs no sign fix-up.
+            let walked = match idx.iter().fold(false, |any, &v| any | (v.wide() < 0)) {
+                true => walk_short_rows(data, (data_row, row_len), idx, start, shift, dst),
+                false => walk_short_rows(data, (data_row, row_len), idx, start, 0, dst),
+            };
+            walked.map_err(|j| start + j)
         })?;
+    }
+    Ok(())
+}
+
+/// [`gather_short_rows`]' walk over one chunk of indices, from flat
+/// position `start` (which may fall inside a row); `Err(j)` at the chunk's
+/// first bad index. Inlined into its two calls, so with `shift` 0 the
+/// fix-up of negatives compiles away.
+#[inline(always)]
+fn walk_short_rows<W: Clone, O: Slot<W>, X: KernelIndex>(
+    data: &[W],
+    (data_row, row_len): (usize, usize),
+    idx: &[X],
+    start: usize,
+    shift: i64,
+    dst: &mut [O],
+) -> std::result::Result<(), usize> {
+    let (mut row, mut col) = (start / row_len, start % row_len);
+    let mut done = 0;
+    while done < idx.len() {
+        let take = (row_len - col).min(idx.len() - done);
+        let from = row * data_row;
+        // The plan sizes data to hold every row the indices have.
+        let row_data = data.get(from..from + data_row).ok_or(done)?;
+        let pairs = dst[done..done + take]
+            .iter_mut()
+            .zip(&idx[done..done + take]);
+        for (j, (slot, &v)) in pairs.enumerate() {
+            match row_data.get(position_shifted(v.wide(), shift)) {
+                Some(value) => slot.put(value.clone()),
+                None => return Err(done + j),
+            }
+        }
+        done += take;
+        (row, col) = (row + 1, 0);
     }
     Ok(())
 }
