@@ -147,10 +147,10 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     let row_bytes = rule.size * std::mem::size_of::<W>();
     let axis_stride = strides(data_shape)[axis];
     let knob = tuning.word_gather;
-    let short_rows = (innermost && row_len < SHORT_ROW)
-        .then(|| matching_last_axis_rows(data_shape, indices_shape, rule))
-        .flatten()
-        .map(|(data_row, _)| data_row);
+    let short_rows = match innermost && row_len < SHORT_ROW {
+        true => matching_last_axis_rows(data_shape, indices_shape, rule).map(|(row, _)| row),
+        false => None,
+    };
     // Short rows take their own scalar walk, so no word loop is chosen.
     let words = (innermost && short_rows.is_none()).then(|| {
         WordLoop::<VectorRow<W, O, S::Index>>::last_axis(knob, row_bytes, out_bytes, tasks)
@@ -282,7 +282,8 @@ fn gather_row_range<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
         tile,
         ..
     } = *geometry;
-    if let (true, Some(data_row)) = (innermost, geometry.short_rows) {
+    // Set only along the last axis.
+    if let Some(data_row) = geometry.short_rows {
         // Asked ahead a step at a time, not a row.
         let mut indices = ReadAhead::new(indices, first, true);
         return gather_short_rows(data, (data_row, row_len), rule, &mut indices, first, out);
