@@ -823,66 +823,6 @@ fn short_last_axis_rows_read_by_the_scalar_loop_match_the_reference() {
     check::<f32>(|k| k as f32 * 0.25);
 }
 
-/// Rows of 1 to 31 elements along the last axis, each reading its own
-/// data row, are walked a chunk of rows at a time: equal to the reference
-/// on 1 to 3 threads, fresh and into a buffer, for indices read in place
-/// and widened (whose chunks and read-ahead steps start inside rows), with
-/// a bad index named where it is: the first, inside a row, at the end of
-/// a widening chunk, the last.
-#[test]
-fn rows_shorter_than_32_along_the_last_axis_match_the_reference() {
-    fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
-        for cols in [1usize, 2, 3, 7, 16, 31] {
-            let rows = (300_000 / cols).max(300);
-            let n = rows * cols;
-            let values: Vec<T> = (0..n).map(make).collect();
-            // A rank-3 shape: the leading dims merge into rows.
-            let shape = [3, rows / 3, cols];
-            let n = shape.iter().product::<usize>();
-            let data = Tensor::new(shape.to_vec(), values[..n].to_vec()).unwrap();
-            let values = &values[..n];
-            for (index_type, signed) in
-                [(DType::I64, true), (DType::U32, false), (DType::I16, true)]
-            {
-                let low = if signed { cols } else { 0 };
-                let raw: Vec<i128> = (0..n)
-                    .map(|k| ((k * 2_654_435_761) % (cols + low)) as i128 - low as i128)
-                    .collect();
-                let want = reference_gather_elements(values, &shape, &raw, &shape, 2).unwrap();
-                let indices = index_tensor(index_type, &shape, &raw);
-                for threads in [1, 2, 3] {
-                    let op = GatherElements::new(-1);
-                    let fresh = in_pool(threads, || op.run(&data, &indices).unwrap());
-                    let mut into = Tensor::new(shape.to_vec(), vec![make(7); n]).unwrap();
-                    in_pool(threads, || op.run_into(&data, &indices, &mut into).unwrap());
-                    for out in [&fresh, &into] {
-                        let got = out.data::<T>().unwrap();
-                        assert!(
-                            got == &want[..],
-                            "{cols} columns, {index_type:?}, {threads} threads"
-                        );
-                    }
-                }
-                let bad_value = if signed {
-                    -(cols as i128) - 1
-                } else {
-                    cols as i128
-                };
-                for bad in [0, n / 2 + cols / 2, 1023, 1024 * 7 - 1, n - 1] {
-                    let mut raw = raw.clone();
-                    raw[bad] = bad_value;
-                    let indices = index_tensor(index_type, &shape, &raw);
-                    let at = [bad / (shape[1] * cols), bad / cols % shape[1], bad % cols];
-                    let run = || GatherElements::new(2).run(&data, &indices);
-                    names_the_first_bad_index_on_any_pool(run, bad_value, &at);
-                }
-            }
-        }
-    }
-    check::<i8>(|k| (k * 131) as i8);
-    check::<f32>(|k| k as f32 * 0.25);
-}
-
 proptest! {
     #![proptest_config(proptest_config(48))]
 

@@ -532,6 +532,45 @@ fn last_axis_gathers_whose_loop_is_measured_equal_the_reference_on_every_call() 
     }
 }
 
+/// GatherElements along the last axis in rows of 16 float32 by int64
+/// indices, 1 MiB a call: under `auto` its first calls take the scalar
+/// walk and the vector loop across row ends in turn, then (the vector loop
+/// kept) the loop's stores. Every call, fresh and into a buffer, equals
+/// the naive reference, and the report names the classes.
+#[test]
+fn short_last_axis_rows_whose_loop_is_measured_equal_the_reference_on_every_call() {
+    let (rows, row_len) = (1 << 14, 16); // 1 MiB of f32
+    let shape = [rows, row_len];
+    let count = rows * row_len;
+    let values: Vec<f32> = (0..count).map(|k| k as f32 * 0.25).collect();
+    let raw: Vec<i128> = (0..count)
+        .map(|k| ((k * 2_654_435_761) % 32) as i128 - 16)
+        .collect();
+    let expected = reference_gather_elements(&values, &shape, &raw, &shape, 1).unwrap();
+    let data = Tensor::new(shape.to_vec(), values).unwrap();
+    let indices = index_tensor(DType::I64, &shape, &raw);
+    let op = GatherElements::new(-1);
+    every_call_gives(
+        || op.run(&data, &indices).unwrap(),
+        |into| op.run_into(&data, &indices, into).unwrap(),
+        &expected,
+    );
+    if tuning::report().avx2 {
+        let class = "4-byte words by 8-byte indices, short rows from rows of 64 B, one task";
+        assert_measured("word_gather", class);
+        if !tuning::report()
+            .measured
+            .iter()
+            .any(|t| t.class == class && t.chosen == Some("scalar"))
+        {
+            assert_measured(
+                "stores",
+                "GatherElements short rows 1 MiB outputs, one task",
+            );
+        }
+    }
+}
+
 /// GatherElements along the middle axis on 2-byte words by int32 indices,
 /// 1 MiB a call from 64 KiB planes: under `auto` its first calls take the
 /// scalar and the strided vector loop in turn. Every call, fresh and into

@@ -40,9 +40,9 @@ pub enum Stores {
 #[non_exhaustive]
 pub enum WordGather {
     /// Whichever of the two this process's calls measured faster, for
-    /// each axis (the last, or an outer one), word size, index type,
-    /// size of the data a row reads (a data row, or a plane) and task
-    /// count; until a class has its verdict, calls under 1 MiB take what a
+    /// each axis (the last, in rows of 32 elements and up or in shorter
+    /// ones walked end to end, or an outer one), word size, index type, size of the data a row reads (a data
+    /// row, or a plane) and task count; until a class has its verdict, calls under 1 MiB take what a
     /// short measurement on first use found faster on this CPU (along the
     /// last axis, for 4- and 8-byte words; 1- and 2-byte words along an
     /// outer axis take the gathers).

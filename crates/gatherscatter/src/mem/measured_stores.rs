@@ -58,6 +58,8 @@ pub(crate) enum Writer {
     Blocks,
     /// GatherElements' vector loops along the last axis.
     ElementRows,
+    /// GatherElements' vector loop across short rows along the last axis.
+    ElementShortRows,
     /// GatherND's copies of whole slices.
     NdSlices,
     /// ScatterND's overwrites, written as a gather of slices when
@@ -69,9 +71,10 @@ pub(crate) enum Writer {
 }
 
 impl Writer {
-    const ALL: [Writer; 5] = [
+    const ALL: [Writer; 6] = [
         Writer::Blocks,
         Writer::ElementRows,
+        Writer::ElementShortRows,
         Writer::NdSlices,
         Writer::NdOverwrites,
         Writer::NdFolds,
@@ -81,6 +84,7 @@ impl Writer {
         match self {
             Writer::Blocks => "Gather",
             Writer::ElementRows => "GatherElements",
+            Writer::ElementShortRows => "GatherElements short rows",
             Writer::NdSlices => "GatherND",
             Writer::NdOverwrites => "ScatterND",
             Writer::NdFolds => "ScatterND reductions",
@@ -225,7 +229,7 @@ fn auto_by_size(sizes: Sizes) -> Option<bool> {
 fn describe(writer: Writer, slot: usize) -> String {
     let (output, run, split) = CLASSES.sizes(slot);
     let runs = match run {
-        _ if writer == Writer::ElementRows => String::new(),
+        _ if matches!(writer, Writer::ElementRows | Writer::ElementShortRows) => String::new(),
         r if r >= 1 << 10 => format!(" by {} KiB runs", r >> 10),
         r => format!(" by {r} B runs"),
     };
@@ -310,6 +314,10 @@ mod tests {
         assert_eq!(
             describe(Writer::ElementRows, rows),
             "GatherElements 1 MiB outputs, one task"
+        );
+        assert_eq!(
+            describe(Writer::ElementShortRows, rows),
+            "GatherElements short rows 1 MiB outputs, one task"
         );
     }
 }

@@ -2,7 +2,8 @@
 //! row at the positions its indices name, with the AVX2 loop or the
 //! scalar one, the row read through or the next one asked for ahead.
 
-use super::word_gather::VectorRow;
+use super::avx2::Span;
+use super::word_gather::{SpanningRows, VectorRow};
 use crate::index::{position_shifted, AxisRule, KernelIndex, ReadIndices, WIDEN_CHUNK};
 use crate::mem::prefetch::{load_lines, prefetch_items_to_l2, LINE};
 use crate::mem::uninit::Slot;
@@ -115,8 +116,11 @@ pub(super) const SHORT_ROW: usize = 32;
 /// on, each reading the data row of `data_row` elements at the same row
 /// number (data and indices agree on every dim before the last): one walk
 /// over the task's indices, a widening chunk of whole rows at a time,
-/// instead of a call per row. `Err(k)` at the flat position `k` of the
-/// first bad index.
+/// instead of a call per row. The `vector` loop, when given, takes each
+/// chunk's prefix across row ends (streaming stores if asked); the scalar
+/// walk the rest. `Err(k)` at the flat position `k` of the first bad
+/// index.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn gather_short_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
     data: &[W],
     (data_row, row_len): (usize, usize),
@@ -124,6 +128,8 @@ pub(super) fn gather_short_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
     indices: &mut R,
     first: usize,
     dst: &mut [O],
+    vector: Option<SpanningRows<W, O, R::Index>>,
+    streaming: bool,
 ) -> std::result::Result<(), usize> {
     let shift = rule.negative_shift();
     let row_len = row_len.max(1);
@@ -134,7 +140,18 @@ pub(super) fn gather_short_rows<W: Clone, O: Slot<W>, R: ReadIndices>(
             let dst = &mut dst[offset..offset + idx.len()];
             // A chunk may start inside a row (a reader's own steps).
             let start = at + offset;
-            // Without a negative index in the chunk (one vectorized pass),
+            let done = vector.map_or(0, |gather| {
+                let span = Span {
+                    data_row,
+                    row_len,
+                    first_col: start % row_len,
+                };
+                let from = (start / row_len).checked_mul(data_row);
+                let rows = from.and_then(|from| data.get(from..)).unwrap_or_default();
+                gather(rows, span, idx, shift, dst, streaming)
+            });
+            let (idx, dst, start) = (&idx[done..], &mut dst[done..], start + done);
+            // Without a negative index in the rest (one vectorized pass),
             // the walk needs no sign fix-up.
             let walked = match idx.iter().fold(false, |any, &v| any | (v.wide() < 0)) {
                 true => walk_short_rows(data, (data_row, row_len), idx, start, shift, dst),

@@ -1,6 +1,7 @@
 //! Which loop GatherElements runs for calls that move megabytes: the AVX2
-//! gathers or the scalar loop, along the last axis ([`VectorRow`]) and
-//! along an outer one ([`StridedRow`]), timed on the calls themselves
+//! gathers or the scalar loop, along the last axis ([`VectorRow`]), across
+//! its short rows ([`SpanningRows`]) and along an outer one
+//! ([`StridedRow`]), timed on the calls themselves
 //! ([`crate::mem::measured`]). Smaller calls, and each class's first ones
 //! until it has a verdict, take what the first-use measurement of
 //! [`super::word_gather`] found faster for the last axis' 4- and 8-byte
@@ -14,16 +15,18 @@
 //! vector against 5.06-5.40 scalar on one thread, 2.57-2.71 against
 //! 2.83-3.00 on two.
 //!
-//! So each class of call (which axis, word size, index type, the size of
-//! the data a row reads from by powers of two, one task or several) is
-//! timed with the scalar loop, then the vector loop, twice each, and keeps
-//! the faster. Along the last axis a row reads one data row; along an
-//! outer one, a plane (the axis times the dims after it), which decides
-//! whether its gathers hit L1, L2 or memory.
+//! So each class of call (which axis, short rows or not, word size, index
+//! type, the size of the data a row reads from by powers of two, one task
+//! or several) is timed with the scalar loop, then the vector loop, twice
+//! each, and keeps the faster. Along the last axis a row reads one data
+//! row; along an outer one, a plane (the axis times the dims after it),
+//! which decides whether its gathers hit L1, L2 or memory.
 
 use std::time::Instant;
 
-use super::word_gather::{measured, strided_row, vector_row, StridedRow, VectorRow};
+use super::word_gather::{
+    measured, spanning_rows, strided_row, vector_row, SpanningRows, StridedRow, VectorRow,
+};
 use crate::mem::knobs::WordGather;
 use crate::mem::measured::{CallTiming, TwoWays};
 
@@ -38,10 +41,31 @@ const MIN_ROW_LOG2: u32 = 6;
 const ROW_CLASSES: usize = 15;
 /// One task, or several.
 const TASK_CLASSES: usize = 2;
-/// The last axis, or an outer one.
-const AXIS_CLASSES: usize = 2;
 const CLASSES: usize =
-    AXIS_CLASSES * WORD_BYTES.len() * INDEX_BYTES.len() * ROW_CLASSES * TASK_CLASSES;
+    Layout::ALL.len() * WORD_BYTES.len() * INDEX_BYTES.len() * ROW_CLASSES * TASK_CLASSES;
+
+/// Which loop a class times against the scalar one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// The last axis, a row at a time.
+    Rows,
+    /// The last axis, short rows walked end to end.
+    ShortRows,
+    /// An outer axis (rows of indices read planes of data).
+    Planes,
+}
+
+impl Layout {
+    const ALL: [Layout; 3] = [Layout::Rows, Layout::ShortRows, Layout::Planes];
+
+    fn name(self) -> &'static str {
+        match self {
+            Layout::Rows => "rows",
+            Layout::ShortRows => "short rows from rows",
+            Layout::Planes => "planes",
+        }
+    }
+}
 
 /// Outputs from this size on are timed: long enough to time with two
 /// clock reads.
@@ -54,8 +78,7 @@ static MEASURED: TwoWays<CLASSES> = TwoWays::new();
 /// The class of a call: which measurements it shares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Class {
-    /// Along an outer axis (rows of indices read planes of data).
-    outer: bool,
+    layout: Layout,
     word: usize,
     index: usize,
     row_log2: u32,
@@ -64,7 +87,7 @@ struct Class {
 
 impl Class {
     fn of(
-        outer: bool,
+        layout: Layout,
         (word_bytes, index_bytes): (usize, usize),
         row_bytes: usize,
         tasks: usize,
@@ -73,7 +96,7 @@ impl Class {
         let index = INDEX_BYTES.iter().position(|&b| b == index_bytes)?;
         let top = MIN_ROW_LOG2 + ROW_CLASSES as u32 - 1;
         Some(Class {
-            outer,
+            layout,
             word,
             index,
             row_log2: row_bytes.max(1).ilog2().clamp(MIN_ROW_LOG2, top),
@@ -83,7 +106,7 @@ impl Class {
 
     fn slot(self) -> usize {
         let row = (self.row_log2 - MIN_ROW_LOG2) as usize;
-        let kind = (usize::from(self.outer) * WORD_BYTES.len() + self.word) * INDEX_BYTES.len()
+        let kind = ((self.layout as usize) * WORD_BYTES.len() + self.word) * INDEX_BYTES.len()
             + self.index;
         (kind * ROW_CLASSES + row) * TASK_CLASSES + usize::from(self.split)
     }
@@ -93,7 +116,7 @@ impl Class {
         let kind = rest / ROW_CLASSES;
         let word = kind / INDEX_BYTES.len();
         Class {
-            outer: word >= WORD_BYTES.len(),
+            layout: Layout::ALL[word / WORD_BYTES.len()],
             word: word % WORD_BYTES.len(),
             index: kind % INDEX_BYTES.len(),
             row_log2: MIN_ROW_LOG2 + (rest % ROW_CLASSES) as u32,
@@ -102,8 +125,10 @@ impl Class {
     }
 
     /// How the report names the class: `8-byte words by 8-byte indices,
-    /// rows of 2 KiB, one task` (the last axis), `2-byte words by 4-byte
-    /// indices, planes of 64 KiB, split` (an outer axis).
+    /// rows of 2 KiB, one task` (the last axis), `4-byte words by 8-byte
+    /// indices, short rows from rows of 64 B, one task` (its short rows),
+    /// `2-byte words by 4-byte indices, planes of 64 KiB, split` (an outer
+    /// axis).
     fn describe(self) -> String {
         let row = 1u64 << self.row_log2;
         let row = match row >> 10 {
@@ -114,7 +139,7 @@ impl Class {
             "{}-byte words by {}-byte indices, {} of {row}, {}",
             WORD_BYTES[self.word],
             INDEX_BYTES[self.index],
-            if self.outer { "planes" } else { "rows" },
+            self.layout.name(),
             if self.split { "split" } else { "one task" }
         )
     }
@@ -137,7 +162,12 @@ impl<W: 'static, O: 'static, X: 'static> WordLoop<VectorRow<W, O, X>> {
         out_bytes: usize,
         tasks: usize,
     ) -> Self {
-        let class = Class::of(false, (size_of::<W>(), size_of::<X>()), row_bytes, tasks);
+        let class = Class::of(
+            Layout::Rows,
+            (size_of::<W>(), size_of::<X>()),
+            row_bytes,
+            tasks,
+        );
         let kernel = vector_row::<W, O, X>(WordGather::Vector);
         let first_use = || vector_row::<W, O, X>(WordGather::Auto).is_some();
         Self::choose(knob, (class, kernel), first_use, out_bytes)
@@ -157,8 +187,28 @@ impl<W: 'static, O: 'static, X: 'static> WordLoop<StridedRow<W, O, X>> {
         tasks: usize,
     ) -> Self {
         let sizes = (size_of::<W>(), size_of::<X>());
-        let class = Class::of(true, sizes, plane_bytes, tasks);
+        let class = Class::of(Layout::Planes, sizes, plane_bytes, tasks);
         let kernel = strided_row::<W, O, X>(true);
+        let first_use = || measured(sizes.0, sizes.1).is_none_or(|m| m.vector_wins());
+        Self::choose(knob, (class, kernel), first_use, out_bytes)
+    }
+}
+
+impl<W: 'static, O: 'static, X: 'static> WordLoop<SpanningRows<W, O, X>> {
+    /// The loop for a call gathering words `W` into slots `O` through
+    /// indices `X` along the last axis in short rows, each reading a data
+    /// row of `data_row_bytes`. Before its class has a verdict: the vector
+    /// loop, unless the first-use measurement of the per-row loops found
+    /// the scalar one faster for this word and index size.
+    pub(super) fn short_rows(
+        knob: WordGather,
+        data_row_bytes: usize,
+        out_bytes: usize,
+        tasks: usize,
+    ) -> Self {
+        let sizes = (size_of::<W>(), size_of::<X>());
+        let class = Class::of(Layout::ShortRows, sizes, data_row_bytes, tasks);
+        let kernel = spanning_rows::<W, O, X>();
         let first_use = || measured(sizes.0, sizes.1).is_none_or(|m| m.vector_wins());
         Self::choose(knob, (class, kernel), first_use, out_bytes)
     }
@@ -233,23 +283,33 @@ mod tests {
 
     #[test]
     fn classes_are_axis_word_index_data_size_and_whether_the_call_is_split() {
-        let f64_rows = Class::of(false, (8, 8), 2048, 1).unwrap();
+        let f64_rows = Class::of(Layout::Rows, (8, 8), 2048, 1).unwrap();
         assert_eq!(
             f64_rows.describe(),
             "8-byte words by 8-byte indices, rows of 2 KiB, one task"
         );
         assert_eq!(
-            Class::of(false, (4, 2), 100, 2).unwrap().describe(),
+            Class::of(Layout::Rows, (4, 2), 100, 2).unwrap().describe(),
             "4-byte words by 2-byte indices, rows of 64 B, split"
         );
         assert_eq!(
-            Class::of(true, (2, 4), 64 << 10, 2).unwrap().describe(),
+            Class::of(Layout::Planes, (2, 4), 64 << 10, 2)
+                .unwrap()
+                .describe(),
             "2-byte words by 4-byte indices, planes of 64 KiB, split"
         );
-        assert_eq!(Class::of(false, (16, 8), 2048, 1), None);
-        assert_eq!(Class::of(true, (4, 1), 2048, 1), None);
         assert_eq!(
-            Class::of(false, (4, 4), usize::MAX, 1).unwrap().row_log2,
+            Class::of(Layout::ShortRows, (4, 8), 16, 1)
+                .unwrap()
+                .describe(),
+            "4-byte words by 8-byte indices, short rows from rows of 64 B, one task"
+        );
+        assert_eq!(Class::of(Layout::Rows, (16, 8), 2048, 1), None);
+        assert_eq!(Class::of(Layout::Planes, (4, 1), 2048, 1), None);
+        assert_eq!(
+            Class::of(Layout::Rows, (4, 4), usize::MAX, 1)
+                .unwrap()
+                .row_log2,
             20
         );
         for slot in 0..CLASSES {

@@ -11,7 +11,7 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::avx2::{StridedIndex, VectorIndex};
+use super::avx2::{Span, SpanningIndex, StridedIndex, VectorIndex};
 use super::last_axis::gather_within_row;
 use crate::index::{AxisRule, InPlace, KernelIndex};
 use crate::mem::cpu::avx2_available;
@@ -106,6 +106,39 @@ fn strided_row_for<W: 'static, O: 'static, X: 'static, Y: StridedIndex + 'static
         &(g::<u32, MaybeUninit<u32>, Y> as StridedRow<u32, MaybeUninit<u32>, Y>),
         &(g::<u64, u64, Y> as StridedRow<u64, u64, Y>),
         &(g::<u64, MaybeUninit<u64>, Y> as StridedRow<u64, MaybeUninit<u64>, Y>),
+    ];
+    the_one(&kernels)
+}
+
+/// A vector loop across short rows laid end to end: writes
+/// `dst[j] = data[r_j * data_row + p_j]` for the row `r_j` the [`Span`]
+/// gives element `j` (each negative index shifted by the given amount,
+/// streaming stores if asked) for a prefix of `dst`, and returns its
+/// length (0 when the CPU cannot run it). See
+/// [`super::avx2::gather_spanning`].
+pub(super) type SpanningRows<W, O, X> = fn(&[W], Span, &[X], i64, &mut [O], bool) -> usize;
+
+/// The spanning vector loop for words `W` in slots `O` and indices `X`,
+/// if there is one: 4- and 8-byte words, `i64`, `i32` and `u16` indices.
+pub(super) fn spanning_rows<W: 'static, O: 'static, X: 'static>() -> Option<SpanningRows<W, O, X>> {
+    match std::mem::size_of::<X>() {
+        8 => spanning_rows_for::<W, O, X, i64>(),
+        4 => spanning_rows_for::<W, O, X, i32>(),
+        2 => spanning_rows_for::<W, O, X, u16>(),
+        _ => None,
+    }
+}
+
+/// The spanning loop for `W`, `O` and `X` among those for indices `Y`:
+/// `None` unless `X` is `Y`.
+fn spanning_rows_for<W: 'static, O: 'static, X: 'static, Y: SpanningIndex + 'static>(
+) -> Option<SpanningRows<W, O, X>> {
+    use super::avx2::gather_spanning as g;
+    let kernels: [&dyn std::any::Any; 4] = [
+        &(g::<u32, u32, Y> as SpanningRows<u32, u32, Y>),
+        &(g::<u32, MaybeUninit<u32>, Y> as SpanningRows<u32, MaybeUninit<u32>, Y>),
+        &(g::<u64, u64, Y> as SpanningRows<u64, u64, Y>),
+        &(g::<u64, MaybeUninit<u64>, Y> as SpanningRows<u64, MaybeUninit<u64>, Y>),
     ];
     the_one(&kernels)
 }

@@ -1,5 +1,6 @@
-//! AVX2 gathers for GatherElements along the last axis (here) and along an
-//! outer one ([`strided`]): x86-64 intrinsics behind safe slice functions,
+//! AVX2 gathers for GatherElements along the last axis (here, and across
+//! the ends of short rows in [`spanning`]) and along an outer one
+//! ([`strided`]): x86-64 intrinsics behind safe slice functions,
 //! chosen at run time.
 //!
 //! Along the last axis each output element reads one word of a data row
@@ -17,8 +18,10 @@
 //! CI does for this module's tests.
 #![allow(unsafe_code)]
 
+mod spanning;
 mod strided;
 
+pub(crate) use spanning::{gather_spanning, Span, SpanningIndex};
 pub(crate) use strided::{gather_strided, StridedIndex};
 
 use crate::mem::cpu::avx2_available;
@@ -234,7 +237,7 @@ mod x86 {
     /// `to` must be valid for a 16-byte write, and 16-byte aligned when
     /// `streaming`.
     #[target_feature(enable = "avx2")]
-    unsafe fn store(to: *mut __m128i, v: __m128i, streaming: bool) {
+    pub(super) unsafe fn store(to: *mut __m128i, v: __m128i, streaming: bool) {
         // SAFETY: the caller's contract; Miri cannot run `movntdq`, so there
         // it gets an aligned plain store with the same preconditions.
         unsafe {
