@@ -286,9 +286,11 @@ impl<W: Clone> Strip<W> {
 }
 
 /// Outer axis on several tasks: each owns a range of columns of every
-/// output row and reads only those columns of data. (Split by rows, every
-/// task would walk the whole axis strip: at 2 threads, 8 tasks read the data
-/// 8 times.) Column tiles as in the one-task loop.
+/// output row and reads only those columns of data: for data of fewer
+/// planes (the positions before the axis) than tasks. (Split by rows, every
+/// task would walk the whole axis strip of its plane: on one plane at 2
+/// threads, 8 tasks read the data 8 times.) Column tiles as in the one-task
+/// loop.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn gather_outer_by_columns<
     W: Clone + Send + Sync + 'static,
