@@ -14,15 +14,17 @@ use crate::index::{resolve_tensor_tuples, resolve_tuples, IndexElement, TupleRul
 use crate::mem::measured_stores::{StoreChoice, Writer};
 use crate::mem::uninit;
 use crate::profile::{self, Profile};
-use crate::reduction::{self, Combine, CombineKernel, Overwrite, Reduction};
+use crate::reduction::{self, Overwrite, Reduction};
 use crate::shape::{checked_product, require_rank_at_least_1, same_dims};
 use crate::tensor::{Tensor, TypedTensor, TypedView};
 use crate::tensor_view::{with_view, with_view_mut, TensorView};
 use crate::{TensorViewMut, TypedViewMut};
 
+mod execute;
 mod slices;
 
-use slices::{combine_slices, scatter_slices, SliceTuples};
+use execute::{apply_in_place, overwrite_streamed, ApplySlices};
+use slices::{scatter_slices, SliceTuples};
 
 /// The ScatterND operator.
 ///
@@ -416,62 +418,6 @@ impl ScatterND {
     }
 }
 
-/// A fresh overwrite's output as a gather of slices by `tuples`, or
-/// `None` when its memory cannot be had as bytes.
-fn overwrite_streamed<T: Element>(
-    tuples: &SliceTuples,
-    data: &[T],
-    updates: &[T],
-    block: usize,
-) -> Option<Vec<T>> {
-    let write = |slots: &mut [MaybeUninit<T>]| {
-        let dst = uninit::slot_bytes(slots).ok_or(())?;
-        tuples.overwrite(dst, data, updates, block);
-        Ok(())
-    };
-    // SAFETY: `SliceTuples::overwrite` stores every byte of `dst`, all the
-    // slots' bytes, before `write` returns `Ok`.
-    #[allow(unsafe_code)]
-    let written = unsafe { uninit::new_vec_of::<T, ()>(data.len(), write) };
-    written?.ok()
-}
-
-/// The reduction kernel, for [`crate::reduction::Reduce::with_combine`] to run with the
-/// dtype's combine rule.
-struct ApplySlices<'a, T> {
-    source: &'a [T],
-    out: &'a mut [MaybeUninit<T>],
-    offsets: &'a [usize],
-    upd: &'a [T],
-    block: usize,
-}
-
-impl<T: Element> CombineKernel<T> for ApplySlices<'_, T> {
-    type Output = ();
-
-    fn run<C: Combine<T>>(self) {
-        let out_bytes = std::mem::size_of_val(self.out);
-        let (tuples, stores) =
-            SliceTuples::plan::<T>(Writer::NdFolds, out_bytes, self.offsets, self.block);
-        // The plan is only made for plain elements, whose slots are bytes.
-        let streamed = tuples.and_then(|tuples| {
-            let dst = uninit::slot_bytes(self.out)?;
-            tuples.fold::<T, C, _>(dst, self.source, self.upd, self.block);
-            Some(())
-        });
-        if streamed.is_none() {
-            scatter_slices::<T, MaybeUninit<T>, C>(
-                self.source,
-                self.out,
-                self.offsets,
-                self.upd,
-                self.block,
-            );
-        }
-        stores.done(out_bytes);
-    }
-}
-
 /// ScatterND with `reduction`, permissive profile.
 ///
 /// ```
@@ -495,119 +441,5 @@ pub fn scatter_nd<'d, 'i, 'u>(
         .run(data, indices, updates)
 }
 
-/// Every tuple's slice of `updates` combined into `out` at its offset, in
-/// row-major order, on the calling thread.
-fn apply_in_place<T: Element>(
-    reduction: Reduction,
-    out: &mut [T],
-    offsets: &[usize],
-    updates: &[T],
-    block: usize,
-) -> Result<()> {
-    match reduction {
-        Reduction::None => {
-            combine_slices::<T::Word, Overwrite>(
-                T::as_words_mut(out),
-                offsets,
-                T::as_words(updates),
-                block,
-            );
-            Ok(())
-        }
-        reduction => T::with_combine(
-            reduction,
-            CombineSlices {
-                out,
-                offsets,
-                updates,
-                block,
-            },
-        ),
-    }
-}
-
-/// [`combine_slices`] as a kernel for [`crate::reduction::Reduce::with_combine`].
-struct CombineSlices<'a, T> {
-    out: &'a mut [T],
-    offsets: &'a [usize],
-    updates: &'a [T],
-    block: usize,
-}
-
-impl<T: Element> CombineKernel<T> for CombineSlices<'_, T> {
-    type Output = ();
-
-    fn run<C: Combine<T>>(self) {
-        combine_slices::<T, C>(self.out, self.offsets, self.updates, self.block)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use crate::{Reduction, ScatterND, Tensor};
-
-    /// Fresh outputs are not zeroed first: under Miri, a slot the data copy
-    /// skipped would be read uninitialised by the comparison. ONNX ScatterND
-    /// example 1 with each reduction, and with no tuples at all.
-    #[test]
-    fn fresh_outputs_hold_data_with_the_updates_applied() {
-        let data = Tensor::new(vec![8], (1..=8).collect::<Vec<i64>>()).unwrap();
-        let indices = Tensor::new(vec![4, 1], vec![4i64, 3, 1, 7]).unwrap();
-        let updates = Tensor::new(vec![4], vec![9i64, 10, 11, 12]).unwrap();
-        let cases = [
-            (Reduction::None, [1, 11, 3, 10, 9, 6, 7, 12]),
-            (Reduction::Add, [1, 13, 3, 14, 14, 6, 7, 20]),
-            (Reduction::Mul, [1, 22, 3, 40, 45, 6, 7, 96]),
-            (Reduction::Max, [1, 11, 3, 10, 9, 6, 7, 12]),
-            (Reduction::Min, [1, 2, 3, 4, 5, 6, 7, 8]),
-        ];
-        for (reduction, expected) in cases {
-            let op = ScatterND::new().reduction(reduction);
-            let out = op.run(&data, &indices, &updates).unwrap();
-            assert_eq!(out.data::<i64>().unwrap(), &expected, "{reduction:?}");
-        }
-        let none = Tensor::new(vec![0, 1], Vec::<i64>::new()).unwrap();
-        let no_updates = Tensor::new(vec![0], Vec::<i64>::new()).unwrap();
-        let out = ScatterND::new().run(&data, &none, &no_updates).unwrap();
-        assert_eq!(out.data::<i64>().unwrap(), &[1, 2, 3, 4, 5, 6, 7, 8]);
-    }
-
-    /// Forced streaming stores write an overwrite or a reduction as a
-    /// gather of slices at any size: every byte of the fresh output is
-    /// written once (Miri would report a byte left out when the comparison
-    /// reads it), runs of untouched slices come from data, duplicates leave
-    /// the last update or fold in order.
-    #[test]
-    fn outputs_streamed_as_a_gather_of_slices_write_every_byte() {
-        let streaming = crate::tuning::Tuning::parse("stores=streaming").unwrap();
-        let data = Tensor::new(vec![6, 3], (0..18).collect::<Vec<i16>>()).unwrap();
-        let indices = Tensor::new(vec![3, 1], vec![4i64, -5, 4]).unwrap();
-        let updates = Tensor::new(vec![3, 3], (100..109).collect::<Vec<i16>>()).unwrap();
-        let expected = [
-            0, 1, 2, 103, 104, 105, 6, 7, 8, 9, 10, 11, 106, 107, 108, 15, 16, 17,
-        ];
-        let out = crate::tuning::scoped(streaming, || {
-            ScatterND::new().run(&data, &indices, &updates)
-        })
-        .unwrap();
-        assert_eq!(out.data::<i16>().unwrap(), &expected);
-        let mut into = Tensor::new(vec![6, 3], vec![-1i16; 18]).unwrap();
-        crate::tuning::scoped(streaming, || {
-            ScatterND::new().run_into(&data, &indices, &updates, &mut into)
-        })
-        .unwrap();
-        assert_eq!(into.data::<i16>().unwrap(), &expected);
-        // Reductions fold each slice from data and its tuples in order.
-        let add = ScatterND::new().reduction(Reduction::Add);
-        let sums = [
-            0, 1, 2, 106, 108, 110, 6, 7, 8, 9, 10, 11, 218, 221, 224, 15, 16, 17,
-        ];
-        let out = crate::tuning::scoped(streaming, || add.run(&data, &indices, &updates)).unwrap();
-        assert_eq!(out.data::<i16>().unwrap(), &sums);
-        crate::tuning::scoped(streaming, || {
-            add.run_into(&data, &indices, &updates, &mut into)
-        })
-        .unwrap();
-        assert_eq!(into.data::<i16>().unwrap(), &sums);
-    }
-}
+mod tests;
