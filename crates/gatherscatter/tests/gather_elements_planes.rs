@@ -13,13 +13,11 @@ use gatherscatter::{f16, DType, Element, GatherElements, Tensor};
 use pool::{in_pool, names_the_first_bad_index_on_any_pool};
 
 /// `auto`, and the scalar and strided vector loops forced.
-fn tunings() -> [Tuning; 3] {
-    [
-        Tuning::AUTO,
-        Tuning::AUTO.with_word_gather(WordGather::Scalar),
-        Tuning::AUTO.with_word_gather(WordGather::Vector),
-    ]
-}
+const TUNINGS: [Tuning; 3] = [
+    Tuning::AUTO,
+    Tuning::AUTO.with_word_gather(WordGather::Scalar),
+    Tuning::AUTO.with_word_gather(WordGather::Vector),
+];
 
 /// Shapes `(planes, axis, indices along it, columns)`: planes of 64-256
 /// KiB whose rows span one to eight column tiles, 1-9 planes (one task's
@@ -54,7 +52,7 @@ fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) 
         for index_type in [DType::I64, DType::I32, DType::I16] {
             let indices = index_tensor(index_type, &shape, &raw);
             let op = GatherElements::new(1);
-            for tuning in tunings() {
+            for tuning in TUNINGS {
                 for threads in [1, 2, 3] {
                     let run = || tuning::scoped(tuning, || op.run(&data, &indices).unwrap());
                     let fresh = in_pool(threads, run);
@@ -80,7 +78,7 @@ fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) 
             raw[bad] = bad_value;
             let indices = index_tensor(DType::I64, &shape, &raw);
             let at = [bad / (along * cols), bad / cols % along, bad % cols];
-            for tuning in tunings() {
+            for tuning in TUNINGS {
                 let run = || tuning::scoped(tuning, || GatherElements::new(1).run(&data, &indices));
                 names_the_first_bad_index_on_any_pool(run, bad_value, &at);
             }

@@ -185,32 +185,44 @@ impl Tuning {
         row_fetch: RowFetch::Auto,
     };
 
-    /// This tuning with `stores` set.
-    pub fn with_stores(mut self, stores: Stores) -> Tuning {
+    /// This tuning with `stores` set. The builders are `const`, so a
+    /// table of tunings can be a constant:
+    ///
+    /// ```
+    /// use gatherscatter::tuning::{Stores, Tuning, WordGather};
+    ///
+    /// const FORCED: [Tuning; 2] = [
+    ///     Tuning::AUTO.with_stores(Stores::Streaming),
+    ///     Tuning::AUTO.with_word_gather(WordGather::Scalar),
+    /// ];
+    /// assert_eq!(FORCED[0], Tuning::parse("stores=streaming")?);
+    /// # Ok::<(), gatherscatter::Error>(())
+    /// ```
+    pub const fn with_stores(mut self, stores: Stores) -> Tuning {
         self.stores = stores;
         self
     }
 
     /// This tuning with `word_gather` set.
-    pub fn with_word_gather(mut self, word_gather: WordGather) -> Tuning {
+    pub const fn with_word_gather(mut self, word_gather: WordGather) -> Tuning {
         self.word_gather = word_gather;
         self
     }
 
     /// This tuning with `block_order` set.
-    pub fn with_block_order(mut self, block_order: BlockOrder) -> Tuning {
+    pub const fn with_block_order(mut self, block_order: BlockOrder) -> Tuning {
         self.block_order = block_order;
         self
     }
 
     /// This tuning with `bag_fold` set.
-    pub fn with_bag_fold(mut self, bag_fold: BagFold) -> Tuning {
+    pub const fn with_bag_fold(mut self, bag_fold: BagFold) -> Tuning {
         self.bag_fold = bag_fold;
         self
     }
 
     /// This tuning with `row_fetch` set.
-    pub fn with_row_fetch(mut self, row_fetch: RowFetch) -> Tuning {
+    pub const fn with_row_fetch(mut self, row_fetch: RowFetch) -> Tuning {
         self.row_fetch = row_fetch;
         self
     }
