@@ -1,3 +1,6 @@
+use half::{bf16, f16};
+use num_complex::{Complex32, Complex64};
+
 use super::*;
 
 #[test]
