@@ -271,7 +271,8 @@ def main() -> int:
     ap.add_argument("--tuning", default="",
                     help="force kernel strategies: stores=cached|streaming,"
                          "word_gather=scalar|vector,block_order=output|source,"
-                         "bag_fold=memory|registers,row_fetch=read|prefetch")
+                         "bag_fold=memory|registers,row_fetch=read|prefetch,"
+                         "stream_fetch=ahead|hardware")
     args = ap.parse_args()
     if args.tuning:
         import gatherscatter as gs

@@ -46,18 +46,19 @@ fn get_num_threads() -> usize {
 /// "Strategies"): each of ``stores`` (``"cached"``, ``"streaming"``),
 /// ``word_gather`` (``"scalar"``, ``"vector"``), ``block_order``
 /// (``"output"``, ``"source"``), ``bag_fold`` (``"memory"``,
-/// ``"registers"``) and ``row_fetch`` (``"read"``, ``"prefetch"``) given,
-/// else ``"auto"``. Results are the same
+/// ``"registers"``), ``row_fetch`` (``"read"``, ``"prefetch"``) and
+/// ``stream_fetch`` (``"ahead"``, ``"hardware"``) given, else ``"auto"``. Results are the same
 /// under every strategy; only the speed differs. Returns the tuning now in
 /// force, in the text form ``GATHERSCATTER_TUNING`` takes.
 #[pyfunction]
-#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None, row_fetch = None))]
+#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None, row_fetch = None, stream_fetch = None))]
 fn set_tuning(
     stores: Option<&str>,
     word_gather: Option<&str>,
     block_order: Option<&str>,
     bag_fold: Option<&str>,
     row_fetch: Option<&str>,
+    stream_fetch: Option<&str>,
 ) -> PyResult<String> {
     let knobs = [
         ("stores", stores),
@@ -65,6 +66,7 @@ fn set_tuning(
         ("block_order", block_order),
         ("bag_fold", bag_fold),
         ("row_fetch", row_fetch),
+        ("stream_fetch", stream_fetch),
     ];
     let text: Vec<String> = knobs
         .iter()

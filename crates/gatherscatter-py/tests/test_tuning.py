@@ -14,7 +14,7 @@ import gatherscatter as gs
 
 FORCED = list(itertools.product(["cached", "streaming"], ["scalar", "vector"],
                                 ["output", "source"], ["memory", "registers"],
-                                ["read", "prefetch"]))
+                                ["read", "prefetch"], ["ahead", "hardware"]))
 
 
 @pytest.fixture
@@ -25,9 +25,10 @@ def restore_tuning():
     gs.set_tuning(**knobs)
 
 
-@pytest.mark.parametrize("stores,word_gather,block_order,bag_fold,row_fetch", FORCED)
+@pytest.mark.parametrize("stores,word_gather,block_order,bag_fold,row_fetch,stream_fetch", FORCED)
 def test_every_forced_strategy_gives_numpys_result(restore_tuning, stores, word_gather,
-                                                   block_order, bag_fold, row_fetch):
+                                                   block_order, bag_fold, row_fetch,
+                                                   stream_fetch):
     rng = np.random.default_rng(7)
     rows = rng.standard_normal((300, 37)).astype(np.float32)
     take = rng.integers(-300, 300, 5000)
@@ -40,9 +41,9 @@ def test_every_forced_strategy_gives_numpys_result(restore_tuning, stores, word_
     np.testing.assert_allclose(
         auto_bags, np.add.reduceat(table[bags].astype(np.float64), offsets), rtol=1e-5, atol=1e-5)
     in_force = gs.set_tuning(stores=stores, word_gather=word_gather, block_order=block_order,
-                             bag_fold=bag_fold, row_fetch=row_fetch)
+                             bag_fold=bag_fold, row_fetch=row_fetch, stream_fetch=stream_fetch)
     assert in_force == (f"stores={stores},word_gather={word_gather},block_order={block_order},"
-                        f"bag_fold={bag_fold},row_fetch={row_fetch}")
+                        f"bag_fold={bag_fold},row_fetch={row_fetch},stream_fetch={stream_fetch}")
     assert gs.get_tuning() == in_force
     assert gs.tuning_report().startswith(f"tuning {in_force} |")
     for threads in (1, 2):
@@ -57,6 +58,13 @@ def test_every_forced_strategy_gives_numpys_result(restore_tuning, stores, word_
         # holds the sums (the run before the tuning was forced is auto's).
         np.testing.assert_array_equal(
             gs.embedding_bag(table, bags, offsets, "sum", threads=threads), auto_bags)
+        # Each row of 2500 overwritten at 3000 positions (duplicates: the
+        # last write wins, as numpy's put_along_axis in order).
+        expected = words.copy()
+        np.put_along_axis(expected, along % 2500, along.astype(np.float64), 1)
+        np.testing.assert_array_equal(
+            gs.scatter_elements(words, along, along.astype(np.float64), axis=1,
+                                threads=threads), expected)
 
 
 def test_a_bad_value_is_refused_and_changes_nothing(restore_tuning):
@@ -64,9 +72,9 @@ def test_a_bad_value_is_refused_and_changes_nothing(restore_tuning):
     with pytest.raises(ValueError, match='"fast" is not one of auto, cached, streaming'):
         gs.set_tuning(stores="fast")
     assert gs.get_tuning() == ("stores=cached,word_gather=auto,block_order=auto,bag_fold=auto,"
-                               "row_fetch=auto")
+                               "row_fetch=auto,stream_fetch=auto")
     assert gs.set_tuning() == ("stores=auto,word_gather=auto,block_order=auto,bag_fold=auto,"
-                               "row_fetch=auto")
+                               "row_fetch=auto,stream_fetch=auto")
 
 
 def test_the_environment_names_the_tuning_at_first_use():
@@ -75,7 +83,7 @@ def test_the_environment_names_the_tuning_at_first_use():
     lines = subprocess.run([sys.executable, "-c", script], env=env, check=True,
                            capture_output=True, text=True).stdout.splitlines()
     assert lines[0] == ("stores=auto,word_gather=scalar,block_order=source,bag_fold=auto,"
-                        "row_fetch=auto")
+                        "row_fetch=auto,stream_fetch=auto")
     assert "last-level cache" in lines[1] and "word gather 4 B" in lines[1]
 
 

@@ -13,6 +13,7 @@
 //! | `word_gather` | `scalar`, `vector` | GatherElements along the last axis (4- and 8-byte words) and along an outer one (1- to 8-byte words): for outputs from 1 MiB, what the first calls of each class of axis, word size, index type, data row or plane size and task count measured faster; for smaller calls, that verdict once made, before it a measurement of both last-axis loops on first use, per word size and index type (ties to `vector`; 1- and 2-byte words along an outer axis take `vector`) |
 //! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
 //! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
+//! | `stream_fetch` | `ahead`, `hardware` | ScatterElements' row loop (and ScatterReduce's calls through it) along the last axis, outputs from 1 MiB: whether its index and update streams are asked for ahead in software or left to the hardware prefetchers, what the first calls of each class of element size, index type, index row length and task count measured faster; `ahead` along outer axes and for smaller outputs |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
 //!
 //! Set one process-wide with [`set_global`] or the `GATHERSCATTER_TUNING`
@@ -41,8 +42,8 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::mem::knobs::{
-    global, in_force, scoped, set_global, BagFold, BlockOrder, RowFetch, Stores, Tuning,
-    WordGather, TUNING_VARIABLE,
+    global, in_force, scoped, set_global, BagFold, BlockOrder, RowFetch, Stores, StreamFetch,
+    Tuning, WordGather, TUNING_VARIABLE,
 };
 
 pub use crate::mem::measured::CallTiming;
@@ -50,6 +51,7 @@ use crate::mem::{cpu, measured_stores, stream};
 use crate::ops::blocks::{measured_orders, source_order_min_source_bytes};
 use crate::ops::gather_elements::word_gather;
 use crate::ops::gather_elements::{measured_fetches, measured_word_loops};
+use crate::ops::scatter_elements::measured_stream_fetches;
 
 /// What the `auto` strategies resolve to on the running CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,7 +86,8 @@ pub struct Report {
     /// class of call measured so far: Gather's row order (`block_order`)
     /// and stores for long blocks (`stores`), GatherElements' loop along
     /// the last axis and along outer ones (`word_gather`) and fetch of each data row
-    /// (`row_fetch`).
+    /// (`row_fetch`), ScatterElements' fetch of its index and update
+    /// streams along the last axis (`stream_fetch`).
     pub measured: Vec<CallTiming>,
 }
 
@@ -133,6 +136,7 @@ pub fn report() -> Report {
             .chain(measured_stores::timings())
             .chain(measured_word_loops())
             .chain(measured_fetches())
+            .chain(measured_stream_fetches())
             .collect(),
     }
 }

@@ -108,6 +108,26 @@ pub enum RowFetch {
     Prefetch,
 }
 
+/// How ScatterElements' row loop has its index and update streams in
+/// cache: asked for in software a fixed distance ahead, or left to the
+/// CPU's hardware prefetchers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StreamFetch {
+    /// Along the last axis, for outputs from 1 MiB, the one that the first
+    /// calls of each class (element size, index type, index row length,
+    /// one task or several) measured faster on this CPU, the two taking
+    /// turns, `ahead` first, until each has been timed twice; `ahead`
+    /// along an outer axis and for smaller outputs.
+    #[default]
+    Auto,
+    /// Ask for the indices and updates 1024 elements ahead of the one
+    /// being applied, a line each per 16 updates.
+    Ahead,
+    /// Issue no software prefetch of the two streams.
+    Hardware,
+}
+
 /// The strategy knobs together; [`Tuning::AUTO`] (the default) forces
 /// nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -123,6 +143,9 @@ pub struct Tuning {
     pub bag_fold: BagFold,
     /// How GatherElements' vector loops have each data row in cache.
     pub row_fetch: RowFetch,
+    /// How ScatterElements' row loop has its index and update streams in
+    /// cache.
+    pub stream_fetch: StreamFetch,
 }
 
 /// The environment variable read at first use: `Tuning`'s text form.
@@ -152,6 +175,11 @@ const ROW_FETCHES: [(RowFetch, &str); 3] = [
     (RowFetch::Auto, "auto"),
     (RowFetch::Read, "read"),
     (RowFetch::Prefetch, "prefetch"),
+];
+const STREAM_FETCHES: [(StreamFetch, &str); 3] = [
+    (StreamFetch::Auto, "auto"),
+    (StreamFetch::Ahead, "ahead"),
+    (StreamFetch::Hardware, "hardware"),
 ];
 
 fn name_of<T: PartialEq + Copy>(table: &[(T, &'static str)], value: T) -> &'static str {
@@ -183,6 +211,7 @@ impl Tuning {
         block_order: BlockOrder::Auto,
         bag_fold: BagFold::Auto,
         row_fetch: RowFetch::Auto,
+        stream_fetch: StreamFetch::Auto,
     };
 
     /// This tuning with `stores` set. The builders are `const`, so a
@@ -227,6 +256,12 @@ impl Tuning {
         self
     }
 
+    /// This tuning with `stream_fetch` set.
+    pub const fn with_stream_fetch(mut self, stream_fetch: StreamFetch) -> Tuning {
+        self.stream_fetch = stream_fetch;
+        self
+    }
+
     /// Every combination of forced values (no `Auto`): the strategies a
     /// correctness test runs whichever this CPU would choose.
     pub fn every_forced() -> Vec<Tuning> {
@@ -236,13 +271,16 @@ impl Tuning {
                 for &(block_order, _) in &BLOCK_ORDERS[1..] {
                     for &(bag_fold, _) in &BAG_FOLDS[1..] {
                         for &(row_fetch, _) in &ROW_FETCHES[1..] {
-                            all.push(Tuning {
-                                stores,
-                                word_gather,
-                                block_order,
-                                bag_fold,
-                                row_fetch,
-                            });
+                            for &(stream_fetch, _) in &STREAM_FETCHES[1..] {
+                                all.push(Tuning {
+                                    stores,
+                                    word_gather,
+                                    block_order,
+                                    bag_fold,
+                                    row_fetch,
+                                    stream_fetch,
+                                });
+                            }
                         }
                     }
                 }
@@ -255,7 +293,7 @@ impl Tuning {
     /// `stores` (`auto`, `cached`, `streaming`), `word_gather` (`auto`,
     /// `scalar`, `vector`), `block_order` (`auto`, `output`, `source`),
     /// `bag_fold` (`auto`, `memory`, `registers`), `row_fetch` (`auto`,
-    /// `read`, `prefetch`).
+    /// `read`, `prefetch`), `stream_fetch` (`auto`, `ahead`, `hardware`).
     /// Knobs left out are `auto`; the empty string is [`Tuning::AUTO`].
     ///
     /// # Errors
@@ -267,7 +305,8 @@ impl Tuning {
     /// assert_eq!(t, Tuning::AUTO.with_stores(Stores::Streaming));
     /// assert_eq!(
     ///     t.to_string(),
-    ///     "stores=streaming,word_gather=auto,block_order=auto,bag_fold=auto,row_fetch=auto"
+    ///     "stores=streaming,word_gather=auto,block_order=auto,bag_fold=auto,row_fetch=auto,\
+    ///      stream_fetch=auto"
     /// );
     /// assert!(Tuning::parse("stores=fast").is_err());
     /// ```
@@ -284,10 +323,11 @@ impl Tuning {
                 "block_order" => tuning.block_order = value_of(&BLOCK_ORDERS, knob, value)?,
                 "bag_fold" => tuning.bag_fold = value_of(&BAG_FOLDS, knob, value)?,
                 "row_fetch" => tuning.row_fetch = value_of(&ROW_FETCHES, knob, value)?,
+                "stream_fetch" => tuning.stream_fetch = value_of(&STREAM_FETCHES, knob, value)?,
                 _ => {
                     return Err(Error::BadAttribute {
                         message: format!(
-                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold, row_fetch)"
+                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold, row_fetch, stream_fetch)"
                         ),
                     })
                 }
@@ -324,6 +364,7 @@ impl Tuning {
             | position(&BLOCK_ORDERS, self.block_order) << 4
             | position(&BAG_FOLDS, self.bag_fold) << 6
             | position(&ROW_FETCHES, self.row_fetch) << 8
+            | position(&STREAM_FETCHES, self.stream_fetch) << 10
     }
 
     fn decode(bits: u32) -> Tuning {
@@ -334,6 +375,9 @@ impl Tuning {
             block_order: BLOCK_ORDERS.get(field(4)).map_or(BlockOrder::Auto, |s| s.0),
             bag_fold: BAG_FOLDS.get(field(6)).map_or(BagFold::Auto, |s| s.0),
             row_fetch: ROW_FETCHES.get(field(8)).map_or(RowFetch::Auto, |s| s.0),
+            stream_fetch: STREAM_FETCHES
+                .get(field(10))
+                .map_or(StreamFetch::Auto, |s| s.0),
         }
     }
 }
@@ -342,12 +386,13 @@ impl std::fmt::Display for Tuning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stores={},word_gather={},block_order={},bag_fold={},row_fetch={}",
+            "stores={},word_gather={},block_order={},bag_fold={},row_fetch={},stream_fetch={}",
             name_of(&STORES, self.stores),
             name_of(&WORD_GATHERS, self.word_gather),
             name_of(&BLOCK_ORDERS, self.block_order),
             name_of(&BAG_FOLDS, self.bag_fold),
-            name_of(&ROW_FETCHES, self.row_fetch)
+            name_of(&ROW_FETCHES, self.row_fetch),
+            name_of(&STREAM_FETCHES, self.stream_fetch)
         )
     }
 }
@@ -464,7 +509,8 @@ mod tests {
         all.push(Tuning::AUTO);
         all.push(Tuning::AUTO.with_block_order(BlockOrder::Source));
         all.push(Tuning::AUTO.with_row_fetch(RowFetch::Prefetch));
-        assert_eq!(Tuning::every_forced().len(), 32);
+        all.push(Tuning::AUTO.with_stream_fetch(StreamFetch::Hardware));
+        assert_eq!(Tuning::every_forced().len(), 64);
         for t in all {
             assert_eq!(Tuning::decode(t.encode()), t);
             assert_eq!(Tuning::parse(&t.to_string()).unwrap(), t);

@@ -121,12 +121,24 @@ impl std::fmt::Display for CallTiming {
 /// every count and best time stays a true one.
 pub(crate) struct TwoWays<const N: usize> {
     classes: [Timings; N],
+    /// How much faster, in percent, the second strategy's best time must
+    /// be for it to be kept: 0 takes the faster.
+    second_margin_percent: u64,
 }
 
 impl<const N: usize> TwoWays<N> {
     pub(crate) const fn new() -> TwoWays<N> {
+        TwoWays::keeping_the_first_within(0)
+    }
+
+    /// Measurements that keep the first strategy unless the second's best
+    /// time is at least `percent` lower: for a first strategy that is
+    /// the measured default, where two samples each on a shared machine
+    /// can differ by that much with no change at all.
+    pub(crate) const fn keeping_the_first_within(percent: u64) -> TwoWays<N> {
         TwoWays {
             classes: [const { Timings::new() }; N],
+            second_margin_percent: percent,
         }
     }
 
@@ -139,8 +151,8 @@ impl<const N: usize> TwoWays<N> {
         if calls.iter().any(|&c| c < SAMPLES) {
             return calls[1] < calls[0];
         }
-        let best = timings.best();
-        best[1] < best[0]
+        let [first, second] = timings.best().map(u128::from);
+        second * (100 + u128::from(self.second_margin_percent)) < first * 100
     }
 
     /// Whether class `slot` is done measuring: its choice is fixed.
@@ -309,6 +321,25 @@ mod tests {
         assert!(!measured.second(0));
         assert!(measured.second(2));
         assert_eq!(measured.timed().len(), 2);
+    }
+
+    #[test]
+    fn with_a_margin_the_second_is_kept_only_when_that_much_faster() {
+        let measured = TwoWays::<2>::keeping_the_first_within(10);
+        let us = Duration::from_micros;
+        // 8% faster: the first stays; 20% faster: the second is kept.
+        for (slot, second_time) in [(0, 920), (1, 800)] {
+            for (second, elapsed) in [(false, 1000), (true, second_time)] {
+                measured.record(slot, second, 1 << 20, us(elapsed));
+                measured.record(slot, second, 1 << 20, us(elapsed));
+            }
+        }
+        assert!(measured.settled(0) && measured.settled(1));
+        assert!(!measured.second(0));
+        assert!(measured.second(1));
+        // Untimed, the first strategy's best is u64::MAX: no overflow.
+        let fresh = TwoWays::<1>::keeping_the_first_within(10);
+        assert!(!fresh.second(0));
     }
 
     #[test]

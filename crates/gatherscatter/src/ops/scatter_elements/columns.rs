@@ -436,11 +436,7 @@ mod tests {
             size: shape[0],
             negative_allowed: true,
         };
-        let g = Geometry {
-            data_shape: &shape,
-            indices_shape: &ishape,
-            rule: &rule,
-        };
+        let g = Geometry::new(&shape, &ishape, &rule);
         let expected = naive_axis0_add(&data, shape, &idx, ishape, &upd);
         for tasks in [1, 2, 3] {
             for packed_strips in [true, false] {

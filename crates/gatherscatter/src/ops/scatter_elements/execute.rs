@@ -67,11 +67,7 @@ impl ScatterElements {
         plan: &ScatterPlan,
     ) -> std::result::Result<Vec<T>, Stop> {
         let len = data.len();
-        let g = Geometry {
-            data_shape: data.shape(),
-            indices_shape,
-            rule: &plan.rule,
-        };
+        let g = Geometry::new(data.shape(), indices_shape, &plan.rule);
         let (words, upd) = (T::as_words(data.data()), T::as_words(updates.data()));
         let overwrite = |out: &mut [MaybeUninit<T::Word>]| {
             scatter::<_, _, Overwrite, X>(words, out, &g, idx, upd)
@@ -112,11 +108,7 @@ impl ScatterElements {
         plan: &ScatterPlan,
         out: &mut [T],
     ) -> Result<std::result::Result<(), usize>> {
-        let g = Geometry {
-            data_shape: data.shape(),
-            indices_shape,
-            rule: &plan.rule,
-        };
+        let g = Geometry::new(data.shape(), indices_shape, &plan.rule);
         let (from, upd) = (data.data(), updates.data());
         match self.reduction {
             // Plain overwrite moves words: f32/i32/u32 share one loop.

@@ -6,8 +6,11 @@
 
 mod columns;
 mod execute;
+mod measured_streams;
 mod rows;
 mod split;
+
+pub(crate) use measured_streams::timings as measured_stream_fetches;
 
 pub(crate) use self::rows::{scatter, Geometry};
 pub(crate) use self::split::split_tasks;

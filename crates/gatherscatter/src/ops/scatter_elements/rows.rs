@@ -10,12 +10,14 @@
 use std::ops::Range;
 
 use super::columns::{scatter_by_columns, ColumnTask};
+use super::measured_streams::Streams;
 use super::split::scatter_split;
 use crate::index::{
     first_beyond, matching_last_axis_rows, position_shifted, takes_small_path, try_for_each_target,
     AxisRule, KernelIndex,
 };
 use crate::mem::cpu;
+use crate::mem::knobs;
 use crate::mem::parallel;
 use crate::mem::prefetch::{
     prefetch_item, prefetch_streams, PREFETCH_TARGETS_ABOVE, STREAM_AHEAD, STREAM_CHUNK,
@@ -30,6 +32,26 @@ pub(crate) struct Geometry<'a> {
     pub data_shape: &'a [usize],
     pub indices_shape: &'a [usize],
     pub rule: &'a AxisRule,
+    /// The row loop asks for the index and update streams ahead
+    /// ([`prefetch_streams`]); [`scatter`] sets it per call from the
+    /// `stream_fetch` knob ([`super::measured_streams`]).
+    pub stream_ahead: bool,
+}
+
+impl<'a> Geometry<'a> {
+    /// The shapes of a call, its streams asked for ahead.
+    pub(crate) fn new(
+        data_shape: &'a [usize],
+        indices_shape: &'a [usize],
+        rule: &'a AxisRule,
+    ) -> Geometry<'a> {
+        Geometry {
+            data_shape,
+            indices_shape,
+            rule,
+            stream_ahead: true,
+        }
+    }
 }
 
 /// A column split pays only when each task's piece of a row is this long,
@@ -88,21 +110,46 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: Kern
     let (data_shape, indices_shape) =
         merge_dims_after_axis(g.data_shape, g.indices_shape, g.rule.axis);
     let rank = data_shape.len();
-    let g = &Geometry {
-        data_shape: &data_shape,
-        indices_shape: &indices_shape,
-        rule: g.rule,
-    };
-    let axis = g.rule.axis;
-    let slab = g.data_shape[axis..].iter().product::<usize>();
-    let slabs = out.len().checked_div(slab).unwrap_or(0);
-    let last = g.data_shape[rank - 1];
+    let out_bytes = std::mem::size_of_val(out);
     // An empty output with indices still checks them (an empty axis takes none).
-    let tasks = parallel::tasks(std::mem::size_of_val(out), out.len().max(1));
+    let tasks = parallel::tasks(out_bytes, out.len().max(1));
     if indices.is_empty() {
         O::init_from(out, data);
         return Ok(());
     }
+    let streams = Streams::choose(
+        knobs::in_force().stream_fetch,
+        (std::mem::size_of::<W>(), std::mem::size_of::<X>()),
+        (indices_shape[rank - 1], g.rule.axis + 1 == rank),
+        out_bytes,
+        tasks,
+    );
+    let g = &Geometry {
+        stream_ahead: streams.ahead,
+        ..Geometry::new(&data_shape, &indices_shape, g.rule)
+    };
+    let applied = scatter_merged::<W, O, C, X>(data, out, g, indices, updates, tasks);
+    if applied.is_ok() {
+        streams.done(out_bytes);
+    }
+    applied
+}
+
+/// [`scatter`] past its small path, on shapes whose dims after the axis
+/// are merged, `tasks` tasks at most.
+fn scatter_merged<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: KernelIndex>(
+    data: &[W],
+    out: &mut [O],
+    g: &Geometry<'_>,
+    indices: &[X],
+    updates: &[W],
+    tasks: usize,
+) -> Result<(), usize> {
+    let rank = g.data_shape.len();
+    let axis = g.rule.axis;
+    let slab = g.data_shape[axis..].iter().product::<usize>();
+    let slabs = out.len().checked_div(slab).unwrap_or(0);
+    let last = g.data_shape[rank - 1];
     // Few slabs but long rows: each task owns a range of the last dim in
     // every output row (W7-like fan-in along an outer axis), as many tasks
     // as the rows' length allows, one at the least: the one-task column
@@ -243,10 +290,10 @@ fn apply_slabs_in_tiles<W: Clone, O: Slot<W>, C: Combine<W>, X: KernelIndex>(
         let slab = slabs.first + k;
         let rows = IndexRows::for_slabs(g.indices_shape, g.data_shape, axis, slab, slab + 1);
         let span = rows.first * row_len..rows.end * row_len;
+        let slab_indices_shape = [rows.end - rows.first, row_len];
         let slab_g = Geometry {
-            data_shape: &slab_shape,
-            indices_shape: &[rows.end - rows.first, row_len],
-            rule: &slab_rule,
+            stream_ahead: g.stream_ahead,
+            ..Geometry::new(&slab_shape, &slab_indices_shape, &slab_rule)
         };
         let from = slab * slabs.len;
         let slab_data = &data[from..from + out.len()];
@@ -327,7 +374,9 @@ pub(super) fn apply_span<W: Clone, C: Combine<W>, X: KernelIndex>(
         let row_idx = idx;
         for (c, (idx, upd)) in chunks.enumerate() {
             let first = c * STREAM_CHUNK;
-            prefetch_streams(indices, updates, from + first + STREAM_AHEAD);
+            if g.stream_ahead {
+                prefetch_streams(indices, updates, from + first + STREAM_AHEAD);
+            }
             let run = Run {
                 ahead: &row_idx[first..],
                 rule: g.rule,

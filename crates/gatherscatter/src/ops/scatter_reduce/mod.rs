@@ -211,11 +211,7 @@ impl ScatterReduce {
         start: Start,
     ) -> Result<()> {
         let idx = canonical_indices(indices.data())?;
-        let g = Geometry {
-            data_shape: data.shape(),
-            indices_shape: indices.shape(),
-            rule: &plan.rule,
-        };
+        let g = Geometry::new(data.shape(), indices.shape(), &plan.rule);
         let kernel = Reduce {
             data: data.data(),
             out,

@@ -81,7 +81,8 @@ struct Args {
     /// Force kernel strategies, as `GATHERSCATTER_TUNING` does
     /// (`stores=cached|streaming`, `word_gather=scalar|vector`,
     /// `block_order=output|source`, `bag_fold=memory|registers`,
-    /// `row_fetch=read|prefetch`, comma-separated); the default is
+    /// `row_fetch=read|prefetch`, `stream_fetch=ahead|hardware`,
+    /// comma-separated); the default is
     /// what that variable says, else `auto`.
     #[arg(long)]
     tuning: Option<Tuning>,

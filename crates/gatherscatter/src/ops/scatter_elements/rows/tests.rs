@@ -25,11 +25,7 @@ fn every_path_writes_every_slot_of_a_fresh_output() {
             size: shape[axis],
             negative_allowed: true,
         };
-        let g = Geometry {
-            data_shape: &shape,
-            indices_shape: &ishape,
-            rule: &rule,
-        };
+        let g = Geometry::new(&shape, &ishape, &rule);
         let mut expected = vec![0; data.len()];
         scatter::<i64, i64, AddOp, i64>(&data, &mut expected, &g, &idx, &upd).unwrap();
         let fresh = fresh_output(data.len(), |out| {
@@ -70,11 +66,7 @@ fn slabs_walked_in_packed_tiles_match_the_slabs_walked_in_place() {
         size: 5,
         negative_allowed: true,
     };
-    let g = Geometry {
-        data_shape: &shape,
-        indices_shape: &ishape,
-        rule: &rule,
-    };
+    let g = Geometry::new(&shape, &ishape, &rule);
     let slabs = OwnedSlabs { first: 0, len: 350 };
     fn tiled<C: Combine<i64>>(
         data: &[i64],
@@ -134,11 +126,7 @@ fn row_walks_in_chunks_apply_every_update_and_name_the_first_bad_index() {
             size,
             negative_allowed: true,
         };
-        let g = Geometry {
-            data_shape: &shape,
-            indices_shape: &ishape,
-            rule: &rule,
-        };
+        let g = Geometry::new(&shape, &ishape, &rule);
         let mut expected = data.clone();
         for p in 0..ishape[0] {
             for j in 0..row {
