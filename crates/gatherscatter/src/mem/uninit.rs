@@ -166,9 +166,10 @@ unsafe impl<W: Send> Slot<W> for W {
 
     /// An initialised slot takes a slice copy, a fixed-size `memcpy` that
     /// compiles to vector moves (Gather of 16-element blocks, W9: 40% fewer
-    /// instructions than the element loop). Uninitialised slots keep the
-    /// loop: their slice copy became a `memcpy` call per block (W2 fresh
-    /// 1.4x slower).
+    /// instructions than the element loop). Uninitialised slots copy a
+    /// pointer range of the constant length (see their version): a slice
+    /// copy of theirs had become a `memcpy` call per block (W2 fresh 1.4x
+    /// slower).
     #[inline(always)]
     fn copy_block<const N: usize>(slots: &mut [W], values: &[W])
     where
