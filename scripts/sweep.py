@@ -272,7 +272,7 @@ def main() -> int:
                     help="force kernel strategies: stores=cached|streaming,"
                          "word_gather=scalar|vector,block_order=output|source,"
                          "bag_fold=memory|registers,row_fetch=read|prefetch,"
-                         "stream_fetch=ahead|hardware")
+                         "stream_fetch=ahead|hardware,block_prefetch=l1|l2")
     args = ap.parse_args()
     if args.tuning:
         import gatherscatter as gs

@@ -46,12 +46,13 @@ fn get_num_threads() -> usize {
 /// "Strategies"): each of ``stores`` (``"cached"``, ``"streaming"``),
 /// ``word_gather`` (``"scalar"``, ``"vector"``), ``block_order``
 /// (``"output"``, ``"source"``), ``bag_fold`` (``"memory"``,
-/// ``"registers"``), ``row_fetch`` (``"read"``, ``"prefetch"``) and
-/// ``stream_fetch`` (``"ahead"``, ``"hardware"``) given, else ``"auto"``. Results are the same
+/// ``"registers"``), ``row_fetch`` (``"read"``, ``"prefetch"``),
+/// ``stream_fetch`` (``"ahead"``, ``"hardware"``) and ``block_prefetch``
+/// (``"l1"``, ``"l2"``) given, else ``"auto"``. Results are the same
 /// under every strategy; only the speed differs. Returns the tuning now in
 /// force, in the text form ``GATHERSCATTER_TUNING`` takes.
 #[pyfunction]
-#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None, row_fetch = None, stream_fetch = None))]
+#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None, row_fetch = None, stream_fetch = None, block_prefetch = None))]
 fn set_tuning(
     stores: Option<&str>,
     word_gather: Option<&str>,
@@ -59,6 +60,7 @@ fn set_tuning(
     bag_fold: Option<&str>,
     row_fetch: Option<&str>,
     stream_fetch: Option<&str>,
+    block_prefetch: Option<&str>,
 ) -> PyResult<String> {
     let knobs = [
         ("stores", stores),
@@ -67,6 +69,7 @@ fn set_tuning(
         ("bag_fold", bag_fold),
         ("row_fetch", row_fetch),
         ("stream_fetch", stream_fetch),
+        ("block_prefetch", block_prefetch),
     ];
     let text: Vec<String> = knobs
         .iter()

@@ -14,7 +14,7 @@ import gatherscatter as gs
 
 FORCED = list(itertools.product(["cached", "streaming"], ["scalar", "vector"],
                                 ["output", "source"], ["memory", "registers"],
-                                ["read", "prefetch"], ["ahead", "hardware"]))
+                                ["read", "prefetch"], ["ahead", "hardware"], ["l1", "l2"]))
 
 
 @pytest.fixture
@@ -25,10 +25,11 @@ def restore_tuning():
     gs.set_tuning(**knobs)
 
 
-@pytest.mark.parametrize("stores,word_gather,block_order,bag_fold,row_fetch,stream_fetch", FORCED)
+@pytest.mark.parametrize(
+    "stores,word_gather,block_order,bag_fold,row_fetch,stream_fetch,block_prefetch", FORCED)
 def test_every_forced_strategy_gives_numpys_result(restore_tuning, stores, word_gather,
                                                    block_order, bag_fold, row_fetch,
-                                                   stream_fetch):
+                                                   stream_fetch, block_prefetch):
     rng = np.random.default_rng(7)
     rows = rng.standard_normal((300, 37)).astype(np.float32)
     take = rng.integers(-300, 300, 5000)
@@ -41,9 +42,11 @@ def test_every_forced_strategy_gives_numpys_result(restore_tuning, stores, word_
     np.testing.assert_allclose(
         auto_bags, np.add.reduceat(table[bags].astype(np.float64), offsets), rtol=1e-5, atol=1e-5)
     in_force = gs.set_tuning(stores=stores, word_gather=word_gather, block_order=block_order,
-                             bag_fold=bag_fold, row_fetch=row_fetch, stream_fetch=stream_fetch)
+                             bag_fold=bag_fold, row_fetch=row_fetch, stream_fetch=stream_fetch,
+                             block_prefetch=block_prefetch)
     assert in_force == (f"stores={stores},word_gather={word_gather},block_order={block_order},"
-                        f"bag_fold={bag_fold},row_fetch={row_fetch},stream_fetch={stream_fetch}")
+                        f"bag_fold={bag_fold},row_fetch={row_fetch},stream_fetch={stream_fetch},"
+                        f"block_prefetch={block_prefetch}")
     assert gs.get_tuning() == in_force
     assert gs.tuning_report().startswith(f"tuning {in_force} |")
     for threads in (1, 2):
@@ -72,9 +75,9 @@ def test_a_bad_value_is_refused_and_changes_nothing(restore_tuning):
     with pytest.raises(ValueError, match='"fast" is not one of auto, cached, streaming'):
         gs.set_tuning(stores="fast")
     assert gs.get_tuning() == ("stores=cached,word_gather=auto,block_order=auto,bag_fold=auto,"
-                               "row_fetch=auto,stream_fetch=auto")
+                               "row_fetch=auto,stream_fetch=auto,block_prefetch=auto")
     assert gs.set_tuning() == ("stores=auto,word_gather=auto,block_order=auto,bag_fold=auto,"
-                               "row_fetch=auto,stream_fetch=auto")
+                               "row_fetch=auto,stream_fetch=auto,block_prefetch=auto")
 
 
 def test_the_environment_names_the_tuning_at_first_use():
@@ -83,7 +86,7 @@ def test_the_environment_names_the_tuning_at_first_use():
     lines = subprocess.run([sys.executable, "-c", script], env=env, check=True,
                            capture_output=True, text=True).stdout.splitlines()
     assert lines[0] == ("stores=auto,word_gather=scalar,block_order=source,bag_fold=auto,"
-                        "row_fetch=auto,stream_fetch=auto")
+                        "row_fetch=auto,stream_fetch=auto,block_prefetch=auto")
     assert "last-level cache" in lines[1] and "word gather 4 B" in lines[1]
 
 

@@ -14,6 +14,7 @@
 //! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
 //! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
 //! | `stream_fetch` | `ahead`, `hardware` | ScatterElements' row loop (and ScatterReduce's calls through it) along the last axis, outputs from 1 MiB: whether its index and update streams are asked for ahead in software or left to the hardware prefetchers, what the first calls of each class of element size, index type, index row length and task count measured faster, `hardware` only when 10% faster; `ahead` along outer axes and for smaller outputs (ScatterReduce's own kernel, for mean or without `include_self`, always asks ahead) |
+//! | `block_prefetch` | `l1`, `l2` | Gather's and GatherND's streamed row copies (the outputs `stores` streams), sources from 2 MiB and outputs from 1 MiB: where each row is asked for ahead, what the first calls of each class of source size, row size, task count and row order measured faster; L2 in output order past 1.5x the last-level cache and L1 otherwise for smaller copies and while another strategy of the call is timed |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
 //!
 //! Set one process-wide with [`set_global`] or the `GATHERSCATTER_TUNING`
@@ -42,13 +43,13 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::mem::knobs::{
-    global, in_force, scoped, set_global, BagFold, BlockOrder, RowFetch, Stores, StreamFetch,
-    Tuning, WordGather, TUNING_VARIABLE,
+    global, in_force, scoped, set_global, BagFold, BlockOrder, BlockPrefetch, RowFetch, Stores,
+    StreamFetch, Tuning, WordGather, TUNING_VARIABLE,
 };
 
 pub use crate::mem::measured::CallTiming;
 use crate::mem::{cpu, measured_stores, stream};
-use crate::ops::blocks::{measured_orders, source_order_min_source_bytes};
+use crate::ops::blocks::{measured_orders, measured_prefetches, source_order_min_source_bytes};
 use crate::ops::gather_elements::word_gather;
 use crate::ops::gather_elements::{measured_fetches, measured_word_loops};
 use crate::ops::scatter_elements::measured_stream_fetches;
@@ -84,7 +85,8 @@ pub struct Report {
     pub word_gather: Vec<WordTiming>,
     /// The strategies chosen by timing this process's calls, one entry per
     /// class of call measured so far: Gather's row order (`block_order`)
-    /// and stores for long blocks (`stores`), GatherElements' loop along
+    /// and stores for long blocks (`stores`) and where its streamed row
+    /// copies ask for their rows (`block_prefetch`), GatherElements' loop along
     /// the last axis and along outer ones (`word_gather`) and fetch of each data row
     /// (`row_fetch`), ScatterElements' fetch of its index and update
     /// streams along the last axis (`stream_fetch`).
@@ -133,6 +135,7 @@ pub fn report() -> Report {
         word_gather: sizes.filter_map(timing).collect(),
         measured: measured_orders()
             .into_iter()
+            .chain(measured_prefetches())
             .chain(measured_stores::timings())
             .chain(measured_word_loops())
             .chain(measured_fetches())

@@ -131,6 +131,26 @@ pub enum StreamFetch {
     Hardware,
 }
 
+/// Where Gather's and GatherND's streamed row copies (outputs written
+/// with streaming stores) ask for their source rows ahead: into L1 or
+/// into L2.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BlockPrefetch {
+    /// For sources from 2 MiB and outputs from 1 MiB, the level that the
+    /// first calls of each class (source size, row size, one task or
+    /// several, row order) measured faster on this CPU, the two taking
+    /// turns, `l1` first, until each has been timed twice; below that, or
+    /// while another strategy of the call is being timed, L2 in output
+    /// order from sources past 1.5x the last-level cache and L1 otherwise.
+    #[default]
+    Auto,
+    /// Ask for each row ahead into L1.
+    L1,
+    /// Ask for each row ahead into L2.
+    L2,
+}
+
 /// The strategy knobs together; [`Tuning::AUTO`] (the default) forces
 /// nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -149,6 +169,9 @@ pub struct Tuning {
     /// How ScatterElements' row loop has its index and update streams in
     /// cache.
     pub stream_fetch: StreamFetch,
+    /// Where Gather's and GatherND's streamed row copies ask for their
+    /// rows ahead.
+    pub block_prefetch: BlockPrefetch,
 }
 
 /// The environment variable read at first use: `Tuning`'s text form.
@@ -184,6 +207,11 @@ const STREAM_FETCHES: [(StreamFetch, &str); 3] = [
     (StreamFetch::Ahead, "ahead"),
     (StreamFetch::Hardware, "hardware"),
 ];
+const BLOCK_PREFETCHES: [(BlockPrefetch, &str); 3] = [
+    (BlockPrefetch::Auto, "auto"),
+    (BlockPrefetch::L1, "l1"),
+    (BlockPrefetch::L2, "l2"),
+];
 
 fn name_of<T: PartialEq + Copy>(table: &[(T, &'static str)], value: T) -> &'static str {
     table
@@ -215,6 +243,7 @@ impl Tuning {
         bag_fold: BagFold::Auto,
         row_fetch: RowFetch::Auto,
         stream_fetch: StreamFetch::Auto,
+        block_prefetch: BlockPrefetch::Auto,
     };
 
     /// This tuning with `stores` set. The builders are `const`, so a
@@ -265,6 +294,12 @@ impl Tuning {
         self
     }
 
+    /// This tuning with `block_prefetch` set.
+    pub const fn with_block_prefetch(mut self, block_prefetch: BlockPrefetch) -> Tuning {
+        self.block_prefetch = block_prefetch;
+        self
+    }
+
     /// Every combination of forced values (no `Auto`): the strategies a
     /// correctness test runs whichever this CPU would choose.
     pub fn every_forced() -> Vec<Tuning> {
@@ -275,14 +310,17 @@ impl Tuning {
                     for &(bag_fold, _) in &BAG_FOLDS[1..] {
                         for &(row_fetch, _) in &ROW_FETCHES[1..] {
                             for &(stream_fetch, _) in &STREAM_FETCHES[1..] {
-                                all.push(Tuning {
-                                    stores,
-                                    word_gather,
-                                    block_order,
-                                    bag_fold,
-                                    row_fetch,
-                                    stream_fetch,
-                                });
+                                for &(block_prefetch, _) in &BLOCK_PREFETCHES[1..] {
+                                    all.push(Tuning {
+                                        stores,
+                                        word_gather,
+                                        block_order,
+                                        bag_fold,
+                                        row_fetch,
+                                        stream_fetch,
+                                        block_prefetch,
+                                    });
+                                }
                             }
                         }
                     }
@@ -296,8 +334,8 @@ impl Tuning {
     /// `stores` (`auto`, `cached`, `streaming`), `word_gather` (`auto`,
     /// `scalar`, `vector`), `block_order` (`auto`, `output`, `source`),
     /// `bag_fold` (`auto`, `memory`, `registers`), `row_fetch` (`auto`,
-    /// `read`, `prefetch`), `stream_fetch` (`auto`, `ahead`, `hardware`).
-    /// Knobs left out are `auto`; the empty string is [`Tuning::AUTO`].
+    /// `read`, `prefetch`), `stream_fetch` (`auto`, `ahead`, `hardware`),
+    /// `block_prefetch` (`auto`, `l1`, `l2`). Knobs left out are `auto`; the empty string is [`Tuning::AUTO`].
     ///
     /// # Errors
     /// [`Error::BadAttribute`] naming an unknown knob or value.
@@ -309,7 +347,7 @@ impl Tuning {
     /// assert_eq!(
     ///     t.to_string(),
     ///     "stores=streaming,word_gather=auto,block_order=auto,bag_fold=auto,row_fetch=auto,\
-    ///      stream_fetch=auto"
+    ///      stream_fetch=auto,block_prefetch=auto"
     /// );
     /// assert!(Tuning::parse("stores=fast").is_err());
     /// ```
@@ -327,10 +365,13 @@ impl Tuning {
                 "bag_fold" => tuning.bag_fold = value_of(&BAG_FOLDS, knob, value)?,
                 "row_fetch" => tuning.row_fetch = value_of(&ROW_FETCHES, knob, value)?,
                 "stream_fetch" => tuning.stream_fetch = value_of(&STREAM_FETCHES, knob, value)?,
+                "block_prefetch" => {
+                    tuning.block_prefetch = value_of(&BLOCK_PREFETCHES, knob, value)?
+                }
                 _ => {
                     return Err(Error::BadAttribute {
                         message: format!(
-                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold, row_fetch, stream_fetch)"
+                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold, row_fetch, stream_fetch, block_prefetch)"
                         ),
                     })
                 }
@@ -368,6 +409,7 @@ impl Tuning {
             | position(&BAG_FOLDS, self.bag_fold) << 6
             | position(&ROW_FETCHES, self.row_fetch) << 8
             | position(&STREAM_FETCHES, self.stream_fetch) << 10
+            | position(&BLOCK_PREFETCHES, self.block_prefetch) << 12
     }
 
     fn decode(bits: u32) -> Tuning {
@@ -381,6 +423,9 @@ impl Tuning {
             stream_fetch: STREAM_FETCHES
                 .get(field(10))
                 .map_or(StreamFetch::Auto, |s| s.0),
+            block_prefetch: BLOCK_PREFETCHES
+                .get(field(12))
+                .map_or(BlockPrefetch::Auto, |s| s.0),
         }
     }
 }
@@ -389,13 +434,15 @@ impl std::fmt::Display for Tuning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "stores={},word_gather={},block_order={},bag_fold={},row_fetch={},stream_fetch={}",
+            "stores={},word_gather={},block_order={},bag_fold={},row_fetch={},stream_fetch={},\
+             block_prefetch={}",
             name_of(&STORES, self.stores),
             name_of(&WORD_GATHERS, self.word_gather),
             name_of(&BLOCK_ORDERS, self.block_order),
             name_of(&BAG_FOLDS, self.bag_fold),
             name_of(&ROW_FETCHES, self.row_fetch),
-            name_of(&STREAM_FETCHES, self.stream_fetch)
+            name_of(&STREAM_FETCHES, self.stream_fetch),
+            name_of(&BLOCK_PREFETCHES, self.block_prefetch)
         )
     }
 }
@@ -513,7 +560,8 @@ mod tests {
         all.push(Tuning::AUTO.with_block_order(BlockOrder::Source));
         all.push(Tuning::AUTO.with_row_fetch(RowFetch::Prefetch));
         all.push(Tuning::AUTO.with_stream_fetch(StreamFetch::Hardware));
-        assert_eq!(Tuning::every_forced().len(), 64);
+        all.push(Tuning::AUTO.with_block_prefetch(BlockPrefetch::L2));
+        assert_eq!(Tuning::every_forced().len(), 128);
         for t in all {
             assert_eq!(Tuning::decode(t.encode()), t);
             assert_eq!(Tuning::parse(&t.to_string()).unwrap(), t);

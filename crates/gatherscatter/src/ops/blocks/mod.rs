@@ -6,16 +6,18 @@
 //! - Non-temporal stores ([`crate::mem::stream`]) write the output in one
 //!   pass over memory instead of two.
 //! - Prefetching the rows a few blocks ahead keeps several random rows in
-//!   flight instead of waiting for each one when its copy starts; in output
-//!   order from a source larger than the L3 cache, into L2 (see
-//!   [`prefetch_items_to_l2`]).
+//!   flight instead of waiting for each one when its copy starts; into L1
+//!   or L2 (see [`prefetch_items_to_l2`]) by what the calls measured
+//!   ([`measured_prefetch`]).
 //! - From a source larger than the cache, copying rows in the order they
 //!   sit in the source turns random reads into a forward stream.
 #![allow(unsafe_code)]
 
 mod measured_order;
+mod measured_prefetch;
 
 pub(crate) use self::measured_order::timings as measured_orders;
+pub(crate) use self::measured_prefetch::timings as measured_prefetches;
 
 use std::mem::MaybeUninit;
 use std::time::Instant;
@@ -23,7 +25,7 @@ use std::time::Instant;
 use self::measured_order::Class;
 use crate::dtype::{DType, Element};
 use crate::mem::cpu::{last_level_cache_bytes, MEASURED_LAST_LEVEL_CACHE};
-use crate::mem::knobs::{self, BlockOrder};
+use crate::mem::knobs::{self, BlockOrder, BlockPrefetch};
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_items, prefetch_items_to_l2, prefetch_line, CacheLevel, LINE};
 use crate::mem::scratch::{scratch, Scratch};
@@ -91,10 +93,12 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     // In source order each task's reads are the denser the fewer tasks
     // share the output, so that order takes one task per thread.
     let per_thread = parallel::one_task_per_thread(dst.len(), blocks);
-    let order = knobs::in_force().block_order;
+    let knobs = knobs::in_force();
+    let order = knobs.block_order;
     let measured = measured_class(order, src.len(), dst.len(), block_len, per_thread);
     // While the call's stores are being timed, the order is not.
     let measured = measured.filter(|&class| time_order || measured_order::settled(class));
+    let order_timed = measured.is_some_and(|class| !measured_order::settled(class));
     let by_source = match measured {
         Some(class) => measured_order::source_order(class),
         None => reads_in_source_order(order, src.len(), block_len, per_thread),
@@ -105,7 +109,13 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
         parallel::tasks(dst.len(), blocks)
     };
     let per_task = blocks.div_ceil(tasks);
+    // The level is timed only while nothing else of the call is.
+    let sizes = (src.len(), dst.len(), block_len, tasks);
+    let may_time_level = time_order && !order_timed;
+    let (level, level_timed) =
+        prefetch_level(knobs.block_prefetch, sizes, by_source, may_time_level);
     let started = measured.map(|class| (class, Instant::now()));
+    let level_started = level_timed.map(|class| (class, Instant::now()));
     let bytes = dst.len();
     parallel::for_each_chunk(dst, per_task * block_len, |task, chunk| {
         let listed = source(task * per_task);
@@ -120,7 +130,7 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
             })
             .flatten();
         let order = order.as_ref().map(|order| order.as_slice());
-        let ahead = Lookahead::new(src.len(), block_len, order.is_some());
+        let ahead = Lookahead::new(src.len(), block_len, order.is_some(), level);
         match Avx::detect() {
             Some(avx) => {
                 let whole_rows = order.is_none()
@@ -146,6 +156,38 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     if let Some((class, started)) = started {
         measured_order::record(class, by_source, bytes, started.elapsed());
     }
+    if let (Some((class, started)), Some(to_l2)) = (level_started, level) {
+        measured_prefetch::record(class, to_l2, bytes, started.elapsed());
+    }
+}
+
+/// Where a copy of `(source, output, row, task)` sizes asks for its rows:
+/// `Some(to_l2)` when `prefetch` forces it or its class has measured it
+/// (or is measuring it on this call, when `may_time`), `None` for
+/// [`Lookahead::new`]'s rule; and the class this call's time joins. Small
+/// copies, and any under Miri (which cannot time), take the rule.
+fn prefetch_level(
+    prefetch: BlockPrefetch,
+    (src_len, dst_len, block_len, tasks): (usize, usize, usize, usize),
+    in_source_order: bool,
+    may_time: bool,
+) -> (Option<bool>, Option<measured_prefetch::Class>) {
+    match prefetch {
+        BlockPrefetch::L1 => return (Some(false), None),
+        BlockPrefetch::L2 => return (Some(true), None),
+        BlockPrefetch::Auto => {}
+    }
+    if cfg!(miri) || src_len < MEASURED_MIN_SOURCE || dst_len < MEASURED_MIN_OUTPUT {
+        return (None, None);
+    }
+    let class = measured_prefetch::Class::of(src_len, block_len, tasks, in_source_order);
+    if measured_prefetch::settled(class) {
+        return (Some(measured_prefetch::to_l2(class)), None);
+    }
+    if !may_time {
+        return (None, None);
+    }
+    (Some(measured_prefetch::to_l2(class)), Some(class))
 }
 
 /// One task's copy, in source order when there is one, with `copy` for
@@ -168,9 +210,9 @@ fn copy_task<B: OutByte>(
     }
 }
 
-/// How the row copies prefetch: `blocks` source blocks ahead, into L1 or,
-/// in output order from sources beyond [`L2_PREFETCH_MIN_SOURCE_BYTES`],
-/// into L2.
+/// How the row copies prefetch: `blocks` source blocks ahead, into L1 or
+/// L2: as measured or forced ([`prefetch_level`]), else into L2 only in
+/// output order from sources beyond [`L2_PREFETCH_MIN_SOURCE_BYTES`].
 #[derive(Clone, Copy)]
 struct Lookahead {
     blocks: usize,
@@ -183,11 +225,17 @@ impl Lookahead {
     /// buffer on one thread, interleaved, 4 runs each, 256 MiB source
     /// 13.6-14.4 ms against 15.1-16.3, 1 GiB 51-57 against 65-82; on two
     /// threads within noise (1 GiB 34-60 against 41-63).
-    fn new(src_len: usize, block_len: usize, in_source_order: bool) -> Lookahead {
+    fn new(
+        src_len: usize,
+        block_len: usize,
+        in_source_order: bool,
+        level: Option<bool>,
+    ) -> Lookahead {
+        let by_rule =
+            || !in_source_order && src_len > beyond_last_level_cache(L2_PREFETCH_MIN_SOURCE_BYTES);
         Lookahead {
             blocks: (PREFETCH_BYTES_AHEAD / block_len.max(1)).clamp(2, 16),
-            to_l2: !in_source_order
-                && src_len > beyond_last_level_cache(L2_PREFETCH_MIN_SOURCE_BYTES),
+            to_l2: level.unwrap_or_else(by_rule),
         }
     }
 
@@ -233,8 +281,9 @@ impl Lookahead {
 /// In output order, sources larger than this, beyond the 32 MiB L3 of the
 /// machine measured, are prefetched into L2 (see [`prefetch_items_to_l2`]);
 /// smaller ones, whose rows mostly come from L3 with a short wait, into L1.
-/// (Source order always prefetches into L1; see [`Lookahead::new`].)
-/// Scaled to the running CPU's last-level cache.
+/// (Source order prefetches into L1; see [`Lookahead::new`].) Scaled to the
+/// running CPU's last-level cache. The rule for copies too small to time,
+/// and while another strategy of the call is timed ([`prefetch_level`]).
 const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 
 /// Source order pays for sources at least this large, beyond the 32 MiB

@@ -268,19 +268,48 @@ fn new_vec_of_blocks_writes_every_byte_of_plain_elements() {
 }
 
 #[test]
-fn sources_beyond_the_last_level_cache_are_prefetched_into_l2_eight_kib_ahead_in_output_order() {
+fn by_the_rule_sources_beyond_the_last_level_cache_are_prefetched_into_l2_eight_kib_ahead_in_output_order(
+) {
     let cache = last_level_cache_bytes();
-    let w1 = Lookahead::new(2 * cache, 1024, false);
+    let w1 = Lookahead::new(2 * cache, 1024, false, None);
     assert!(w1.to_l2);
     assert_eq!(w1.blocks, 8);
-    let w1_by_source = Lookahead::new(2 * cache, 1024, true);
+    let w1_by_source = Lookahead::new(2 * cache, 1024, true, None);
     assert!(!w1_by_source.to_l2);
     assert_eq!(w1_by_source.blocks, 8);
-    let w8 = Lookahead::new(cache, 512, false);
+    let w8 = Lookahead::new(cache, 512, false, None);
     assert!(!w8.to_l2);
     assert_eq!(w8.blocks, 16);
-    assert_eq!(Lookahead::new(0, 1 << 20, false).blocks, 2);
-    assert_eq!(Lookahead::new(0, 0, true).blocks, 16);
+    assert_eq!(Lookahead::new(0, 1 << 20, false, None).blocks, 2);
+    assert_eq!(Lookahead::new(0, 0, true, None).blocks, 16);
     w1.prefetch(&[1, 2, 3]);
     w8.prefetch(&[]);
+}
+
+#[test]
+fn a_measured_or_forced_level_overrides_the_rule() {
+    let cache = last_level_cache_bytes();
+    assert!(!Lookahead::new(2 * cache, 1024, false, Some(false)).to_l2);
+    assert!(Lookahead::new(cache, 512, true, Some(true)).to_l2);
+    let sizes = (8 << 20, 4 << 20, 512, 1);
+    assert_eq!(
+        prefetch_level(BlockPrefetch::L1, sizes, true, true),
+        (Some(false), None)
+    );
+    assert_eq!(
+        prefetch_level(BlockPrefetch::L2, sizes, false, true),
+        (Some(true), None)
+    );
+    // Small copies keep the rule, and are never timed.
+    let small = (1 << 20, 1 << 20, 512, 1);
+    assert_eq!(
+        prefetch_level(BlockPrefetch::Auto, small, false, true),
+        (None, None)
+    );
+    // Not allowed to time an unsettled class: the rule.
+    let fresh_class = (9 << 30, 4 << 20, 1 << 17, 1);
+    assert_eq!(
+        prefetch_level(BlockPrefetch::Auto, fresh_class, true, false),
+        (None, None)
+    );
 }

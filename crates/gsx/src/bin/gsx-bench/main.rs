@@ -82,7 +82,7 @@ struct Args {
     /// (`stores=cached|streaming`, `word_gather=scalar|vector`,
     /// `block_order=output|source`, `bag_fold=memory|registers`,
     /// `row_fetch=read|prefetch`, `stream_fetch=ahead|hardware`,
-    /// comma-separated); the default is
+    /// `block_prefetch=l1|l2`, comma-separated); the default is
     /// what that variable says, else `auto`.
     #[arg(long)]
     tuning: Option<Tuning>,
