@@ -32,10 +32,12 @@ numpy `take`, `take_along_axis`, `put_along_axis` and `add.at`. A peer that
 lacks the dtype is left out of that cell. Before timing, every peer's
 result must equal gatherscatter's (sums: to the dtype's rounding). The bar
 (issue #34) is 1.5x the fastest peer. gatherscatter's timed calls start
-after the four its measured strategies (`word_gather`, `stores`,
-`block_order`, `row_fetch`) time a class of call they have not seen on,
-so each cell times the strategy kept for its class; a process pays those
-four once per class. Each library is timed in a block of `--repeat` calls
+after the twelve on which its measured strategies (`word_gather`,
+`stores`, `block_order`, `block_prefetch`, `row_fetch`, `stream_fetch`)
+time a class of call they have not seen (up to three of them in turn, a
+Gather's stores, row order and prefetch level, two calls each way), so
+each cell times the strategies kept for its class; a process pays those
+calls once per class. Each library is timed in a block of `--repeat` calls
 (its median), gatherscatter first, with a pause after onnxruntime's; the
 blocks run `--rounds` times and each library keeps its best median.
 
@@ -71,6 +73,9 @@ ORT_SPIN_PAUSE_S = 0.5
 # Timed calls of each strategy before a measured class keeps one
 # (`crate::mem::measured::SAMPLES` in the library).
 MEASURED_SAMPLES = 2
+# Strategies one call may time in turn, each on calls of its own (Gather's
+# stores, then row order, then row prefetch level).
+MEASURED_IN_TURN = 3
 OUTPUT_BYTES = 16 << 20
 DTYPES = {1: np.int8, 2: np.float16, 4: np.float32, 8: np.float64, 16: np.complex128}
 AXES = ("first", "middle", "last")
@@ -308,9 +313,10 @@ def main() -> int:
         for threads in thread_counts:
             torch.set_num_threads(threads)
             copy_rate = probe.bytes_per_s(threads)
-            # The calls a measured strategy times a new class on (two of
-            # each strategy) come first, so the cell times the one kept.
-            for _ in range(2 * MEASURED_SAMPLES):
+            # The calls the measured strategies time a new class on (two
+            # of each way, each strategy in turn) come first, so the cell
+            # times the ones kept.
+            for _ in range(MEASURED_IN_TURN * 2 * MEASURED_SAMPLES):
                 cell.gs(threads)
             # Each library in a block, gatherscatter first, not interleaved:
             # on two vCPUs a peer's pool still spinning after its call takes
