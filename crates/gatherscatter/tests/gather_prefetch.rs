@@ -8,6 +8,7 @@
 mod common;
 mod pool;
 
+use common::measured::assert_measured;
 use common::*;
 use gatherscatter::tuning::{self, BlockPrefetch, Stores, Tuning};
 use gatherscatter::{DType, Gather, Tensor};
@@ -71,17 +72,5 @@ fn streamed_row_gathers_give_the_formula_under_every_block_prefetch_on_every_cal
             });
         }
     }
-    if cfg!(miri) {
-        return;
-    }
-    let report = tuning::report();
-    let line = report.to_string();
-    let class = "4 MiB sources by 1024 B rows, one task";
-    let timing = report
-        .measured
-        .iter()
-        .find(|t| t.knob == "block_prefetch" && t.class.starts_with(class))
-        .unwrap_or_else(|| panic!("no block_prefetch {class} in {line}"));
-    assert!(timing.calls.iter().all(|&c| c >= 2), "{line}");
-    assert!(timing.chosen.is_some(), "{line}");
+    assert_measured("block_prefetch", "4 MiB sources by 1024 B rows, one task");
 }

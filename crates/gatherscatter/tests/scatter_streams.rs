@@ -8,6 +8,7 @@
 mod common;
 mod pool;
 
+use common::measured::assert_measured;
 use common::*;
 use gatherscatter::tuning::{self, StreamFetch, Tuning};
 use gatherscatter::{DType, Error, Reduction, ScatterElements, Tensor};
@@ -190,19 +191,10 @@ fn last_axis_scatters_whose_stream_fetch_is_measured_equal_the_reference_on_ever
             }
         });
     }
-    if tuning::in_force() != Tuning::AUTO || cfg!(miri) {
-        return;
-    }
-    let report = tuning::report();
-    let line = report.to_string();
-    let class = "4-byte elements by 4-byte indices in rows of up to 1024, one task";
-    let timing = report
-        .measured
-        .iter()
-        .find(|t| t.knob == "stream_fetch" && t.class == class)
-        .unwrap_or_else(|| panic!("no stream_fetch {class} in {line}"));
-    assert!(timing.calls.iter().all(|&c| c >= 2), "{line}");
-    assert!(timing.chosen.is_some(), "{line}");
+    assert_measured(
+        "stream_fetch",
+        "4-byte elements by 4-byte indices in rows of up to 1024, one task",
+    );
 }
 
 /// A bad index deep in a long last-axis scatter is named where it is,

@@ -10,6 +10,7 @@
 mod common;
 mod pool;
 
+use common::measured::assert_measured;
 use common::*;
 use gatherscatter::tuning::{self, Tuning};
 use gatherscatter::{
@@ -324,23 +325,6 @@ fn every_call_gives<T: gatherscatter::Element + PartialEq + std::fmt::Debug + Sy
             }
         });
     }
-}
-
-/// Under `auto`, the report names `class` of `knob` with both strategies
-/// timed and one kept.
-fn assert_measured(knob: &str, class: &str) {
-    if tuning::in_force() != Tuning::AUTO {
-        return;
-    }
-    let report = tuning::report();
-    let line = report.to_string();
-    let timing = report
-        .measured
-        .iter()
-        .find(|t| t.knob == knob && t.class == class);
-    let timing = timing.unwrap_or_else(|| panic!("no {knob} {class} in {line}"));
-    assert!(timing.calls.iter().all(|&c| c >= 2), "{line}");
-    assert!(timing.chosen.is_some(), "{line}");
 }
 
 /// Row gathers in the range whose order `auto` measures (streamed

@@ -3,6 +3,8 @@
 //! makers of tensors of every dtype from integer seeds.
 #![allow(dead_code)]
 
+pub mod measured;
+
 use gatherscatter::{bf16, f16, Complex32, Complex64, DType, Element, Tensor};
 
 /// Row-major strides of `shape`.
