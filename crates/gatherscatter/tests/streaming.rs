@@ -1,4 +1,4 @@
-//! Gathers, last-axis GatherElements, GatherND and ScatterND overwrites large enough for the streaming path (outputs of 8 MiB or more,
+//! Gathers, last-axis GatherElements, GatherND, ScatterND overwrites and TensorScatter large enough for the streaming path (outputs of 8 MiB or more,
 //! blocks of a cache line or more): fresh outputs that are never zeroed,
 //! caller buffers, rows whose length is not a multiple of 16 bytes, sources
 //! of 16 MiB or more (copied in source order), and 1–3 threads, checked against the formula `out[r] = data[idx(indices[r])]`
@@ -419,4 +419,64 @@ fn scatter_nd_max_of_long_rows_folds_each_row_in_pieces() {
         |i| (i * 37 % 1001) as i64 - 500,
         |a, b| *a.max(b),
     );
+}
+
+/// TensorScatter of a KV cache of 8 MiB (the streamed rows), circular, one
+/// batch's window wrapping past the end: fresh and into a buffer, 1-3
+/// threads, every element against `present[b, h, (w_b + s) % max, d] =
+/// update[b, h, s, d]`, past elsewhere.
+#[test]
+fn tensor_scatter_streams_a_cache_of_eight_mib_with_a_wrapped_window() {
+    use gatherscatter::tuning::{self, Stores, Tuning};
+    use gatherscatter::{ScatterMode, TensorScatter, TensorView};
+    let (batch, heads, max, seq, dim) = (2, 4, 1024, 16, 256);
+    let n = batch * heads * max * dim;
+    assert!(n * 4 >= 8 * MIB, "the case must reach the streaming path");
+    let past_values: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let update_values: Vec<f32> = (0..batch * heads * seq * dim)
+        .map(|i| -(i as f32) - 1.0)
+        .collect();
+    let past = Tensor::new(vec![batch, heads, max, dim], past_values.clone()).unwrap();
+    let update = Tensor::new(vec![batch, heads, seq, dim], update_values.clone()).unwrap();
+    let starts = [1020_i64, 5];
+    let write = Tensor::new(vec![batch], starts.to_vec()).unwrap();
+    let mut expected = past_values;
+    for (b, &start) in starts.iter().enumerate() {
+        for h in 0..heads {
+            for s in 0..seq {
+                let pos = (start as usize + s) % max;
+                let to = ((b * heads + h) * max + pos) * dim;
+                let from = ((b * heads + h) * seq + s) * dim;
+                expected[to..to + dim].copy_from_slice(&update_values[from..from + dim]);
+            }
+        }
+    }
+    let op = TensorScatter::new().mode(ScatterMode::Circular);
+    // Under `auto` (which may measure both stores on a CPU whose cache
+    // holds the call) and forced to stream.
+    let streaming = Tuning::AUTO.with_stores(Stores::Streaming);
+    for (tuning, threads) in [Tuning::AUTO, streaming]
+        .into_iter()
+        .flat_map(|t| [1, 2, 3].map(|n| (t, n)))
+    {
+        let fresh = in_pool(threads, || {
+            tuning::scoped(tuning, || {
+                op.run(&past, &update, Some(TensorView::from(&write)))
+                    .unwrap()
+            })
+        });
+        let mut into = Tensor::new(vec![batch, heads, max, dim], vec![7.0_f32; n]).unwrap();
+        in_pool(threads, || {
+            tuning::scoped(tuning, || {
+                op.run_into(&past, &update, Some(TensorView::from(&write)), &mut into)
+                    .unwrap()
+            })
+        });
+        for out in [&fresh, &into] {
+            assert!(
+                out.data::<f32>().unwrap() == &expected[..],
+                "{threads} threads, {tuning}"
+            );
+        }
+    }
 }

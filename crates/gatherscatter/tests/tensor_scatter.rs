@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use gatherscatter::tuning::{self, Stores, Tuning};
 use gatherscatter::{
     DType, Error, ErrorKind, Profile, ScatterMode, Tensor, TensorScatter, TensorView, TypedTensor,
 };
@@ -346,20 +347,29 @@ fn check<T: FromSeed>(
     let update = Tensor::new(update_shape, update).unwrap();
     let write = index_tensor(index_dtype, &[shape[0]], write);
     let fail = |e: Error| TestCaseError::fail(e.to_string());
-    let out = op
-        .run(&past, &update, Some(TensorView::from(&write)))
-        .map_err(fail)?;
-    prop_assert_eq!(out.data::<T>().unwrap(), &expected[..]);
-    // Into a buffer holding other values: every element is written.
-    let other: Vec<T> = (5000..5000 + n as i64).map(T::from_seed).collect();
-    let mut into = Tensor::new(shape.to_vec(), other).unwrap();
-    op.run_into(&past, &update, Some(TensorView::from(&write)), &mut into)
-        .map_err(fail)?;
-    prop_assert_eq!(into.data::<T>().unwrap(), &expected[..]);
-    let mut cache = past.clone();
-    op.run_in_place(&mut cache, &update, Some(TensorView::from(&write)))
-        .map_err(fail)?;
-    prop_assert_eq!(cache.data::<T>().unwrap(), &expected[..]);
+    let each_way = || {
+        let out = op
+            .run(&past, &update, Some(TensorView::from(&write)))
+            .map_err(fail)?;
+        prop_assert_eq!(out.data::<T>().unwrap(), &expected[..]);
+        // Into a buffer holding other values: every element is written.
+        let other: Vec<T> = (5000..5000 + n as i64).map(T::from_seed).collect();
+        let mut into = Tensor::new(shape.to_vec(), other).unwrap();
+        op.run_into(&past, &update, Some(TensorView::from(&write)), &mut into)
+            .map_err(fail)?;
+        prop_assert_eq!(into.data::<T>().unwrap(), &expected[..]);
+        let mut cache = past.clone();
+        op.run_in_place(&mut cache, &update, Some(TensorView::from(&write)))
+            .map_err(fail)?;
+        prop_assert_eq!(cache.data::<T>().unwrap(), &expected[..]);
+        Ok(())
+    };
+    // Whichever stores `auto` would take: the copy then the windows, and
+    // each row streamed once in order.
+    each_way()?;
+    for stores in [Stores::Cached, Stores::Streaming] {
+        tuning::scoped(Tuning::AUTO.with_stores(stores), each_way)?;
+    }
     Ok(())
 }
 

@@ -68,16 +68,20 @@ pub(crate) enum Writer {
     /// ScatterND's reductions, each covered slice folded in a buffer when
     /// streamed.
     NdFolds,
+    /// TensorScatter's copies of the past cache with the update windows,
+    /// into a new output or a caller's buffer.
+    CacheWindows,
 }
 
 impl Writer {
-    const ALL: [Writer; 6] = [
+    const ALL: [Writer; 7] = [
         Writer::Blocks,
         Writer::ElementRows,
         Writer::ElementShortRows,
         Writer::NdSlices,
         Writer::NdOverwrites,
         Writer::NdFolds,
+        Writer::CacheWindows,
     ];
 
     fn name(self) -> &'static str {
@@ -88,6 +92,7 @@ impl Writer {
             Writer::NdSlices => "GatherND",
             Writer::NdOverwrites => "ScatterND",
             Writer::NdFolds => "ScatterND reductions",
+            Writer::CacheWindows => "TensorScatter",
         }
     }
 }

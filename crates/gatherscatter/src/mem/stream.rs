@@ -123,6 +123,17 @@ impl Avx {
     }
 }
 
+/// A streaming copy of `src` into `dst`: 32-byte stores where `avx` proves
+/// the CPU has AVX2, else 16-byte ones. The same fence rule as
+/// [`copy_nontemporal_16s`].
+#[inline(always)]
+pub(crate) fn copy_nontemporal<B: OutByte>(avx: Option<Avx>, dst: &mut [B], src: &[u8]) {
+    match avx {
+        Some(avx) => avx.copy_nontemporal(dst, src),
+        None => copy_nontemporal_16s(dst, src),
+    }
+}
+
 /// [`Avx::copy_nontemporal`]: the ordinary copies of the head
 /// and tail only when they are not empty (each is a `memcpy` call), and the
 /// 32-byte stores inlined.

@@ -7,7 +7,7 @@ use crate::mem::knobs::{self, Stores};
 use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
 use crate::mem::prefetch::prefetch_items_to_l2;
-use crate::mem::stream::{copy_nontemporal_16s, store_fence, Avx, OutByte};
+use crate::mem::stream::{copy_nontemporal, store_fence, Avx, OutByte};
 use crate::mem::uninit::Slot;
 use crate::ops::{copy_into, copy_then};
 use crate::reduction::Combine;
@@ -198,7 +198,7 @@ impl SliceTuples {
             |to, _, tuples, _, avx| {
                 // A covered slice has at least one tuple.
                 let from = tuples[tuples.len() - 1] as usize * block;
-                stream_copy(avx, to, bytes(&updates[from..from + block]));
+                copy_nontemporal(avx, to, bytes(&updates[from..from + block]));
             },
         );
     }
@@ -230,7 +230,7 @@ impl SliceTuples {
                             C::combine(acc, u);
                         }
                     }
-                    stream_copy(
+                    copy_nontemporal(
                         avx,
                         &mut to[start * word..(start + len) * word],
                         bytes(folded),
@@ -282,7 +282,7 @@ impl SliceTuples {
                         .position(|r| !self.tuples_of(r).is_empty())
                         .unwrap_or(end - s);
                     let from = &data[s * block..(s + run) * block];
-                    stream_copy(avx, &mut to[..run * block_bytes], bytes(from));
+                    copy_nontemporal(avx, &mut to[..run * block_bytes], bytes(from));
                     s += run;
                 } else {
                     let from = &data[s * block..(s + 1) * block];
@@ -309,15 +309,6 @@ fn last(tuples: &[u32]) -> &[u32] {
 /// All of a slice's tuples (a reduction reads each).
 fn every(tuples: &[u32]) -> &[u32] {
     tuples
-}
-
-/// A streaming copy, 32 bytes a store where the CPU has AVX2.
-#[inline(always)]
-fn stream_copy<B: OutByte>(avx: Option<Avx>, to: &mut [B], from: &[u8]) {
-    match avx {
-        Some(avx) => avx.copy_nontemporal(to, from),
-        None => copy_nontemporal_16s(to, from),
-    }
 }
 
 /// The bytes of plain elements ([`SliceTuples::plan`] is only made for

@@ -1,6 +1,7 @@
 //! TensorScatter's kernels: the past cache copied into the output and each
-//! cache row's window of the update written while the row is in cache, or
-//! only the windows, into a cache updated in place.
+//! cache row's window of the update written while the row is in cache, or,
+//! for outputs whose stores stream, each row written once in order from
+//! past and the update; or only the windows, into a cache updated in place.
 
 use std::convert::Infallible;
 use std::mem::MaybeUninit;
@@ -8,7 +9,10 @@ use std::mem::MaybeUninit;
 use super::Plan;
 use crate::dtype::Element;
 use crate::error::Result;
+use crate::mem::knobs;
+use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
+use crate::mem::stream::{copy_nontemporal, store_fence, Avx, OutByte};
 use crate::mem::uninit::{self, Slot};
 use crate::ops::{alloc_output, copy_into, copy_then};
 use crate::tensor::TypedView;
@@ -16,6 +20,38 @@ use crate::tensor::TypedView;
 /// A new output: past with every update window written, into memory that
 /// is not zeroed first (the copy of past writes every element).
 pub(super) fn fresh<T: Element>(
+    past: TypedView<'_, T>,
+    update: TypedView<'_, T>,
+    positions: &[usize],
+    plan: &Plan,
+) -> Result<Vec<T>> {
+    let out_bytes = std::mem::size_of_val(past.data());
+    let stores = choose_stores::<T>(plan, out_bytes);
+    if stores.streaming {
+        let write = |slots: &mut [MaybeUninit<T>]| {
+            let dst = uninit::slot_bytes(slots).ok_or(())?;
+            stream_rows(dst, past.data(), update.data(), positions, plan);
+            Ok(())
+        };
+        // SAFETY: `stream_rows` stores every byte of `dst`, all the slots'
+        // bytes (its tasks' chunks cover them and each writes every byte of
+        // its rows), before `write` returns `Ok`.
+        #[allow(unsafe_code)]
+        if let Some(Ok(out)) = unsafe { uninit::new_vec_of::<T, ()>(past.len(), write) } {
+            stores.done(out_bytes);
+            return Ok(out);
+        }
+        // No memory for the output as bytes: the copy below is not the
+        // strategy being timed, so `stores` is dropped unrecorded.
+        return copied(past, update, positions, plan);
+    }
+    let out = copied(past, update, positions, plan)?;
+    stores.done(out_bytes);
+    Ok(out)
+}
+
+/// [`fresh`] by the copy of past, then the windows.
+fn copied<T: Element>(
     past: TypedView<'_, T>,
     update: TypedView<'_, T>,
     positions: &[usize],
@@ -35,7 +71,13 @@ pub(super) fn fresh<T: Element>(
         Some(Err(never)) => match never {},
         None => {
             let mut out = alloc_output(past.len())?;
-            fill(past, update, positions, plan, &mut out);
+            copy_and_write_windows(
+                T::as_words(past.data()),
+                T::as_words_mut(&mut out),
+                T::as_words(update.data()),
+                positions,
+                plan,
+            );
             Ok(out)
         }
     }
@@ -49,6 +91,15 @@ pub(super) fn fill<T: Element>(
     plan: &Plan,
     out: &mut [T],
 ) {
+    let out_bytes = std::mem::size_of_val(out);
+    let stores = choose_stores::<T>(plan, out_bytes);
+    if stores.streaming {
+        if let Some(dst) = T::as_bytes_mut(out) {
+            stream_rows(dst, past.data(), update.data(), positions, plan);
+            stores.done(out_bytes);
+            return;
+        }
+    }
     copy_and_write_windows(
         T::as_words(past.data()),
         T::as_words_mut(out),
@@ -56,6 +107,115 @@ pub(super) fn fill<T: Element>(
         positions,
         plan,
     );
+    stores.done(out_bytes);
+}
+
+/// The stores of a copy of `out_bytes` (see [`StoreChoice`]: under `auto`,
+/// ordinary ones below 1 MiB or for windows under a cache line, streaming
+/// ones past a quarter of the last-level cache, measured per class of call
+/// between). Why stream: the copy-then-windows path reads every line of
+/// the output before writing it, so a cache past the caches costs three
+/// passes over memory where a streamed one costs two. Plain elements only
+/// (the streamed rows are copied as bytes); a plan that writes no window is
+/// a plain copy, left to ordinary stores.
+fn choose_stores<T: Element>(plan: &Plan, out_bytes: usize) -> StoreChoice {
+    if T::as_bytes(&[]).is_none() || plan.writes_nothing() {
+        return StoreChoice::ORDINARY;
+    }
+    let word = std::mem::size_of::<T>();
+    let sizes = Sizes {
+        out_bytes,
+        run_bytes: plan.sequence_length * plan.inner * word,
+        src_bytes: out_bytes,
+    };
+    let rows = out_bytes / (plan.cache_row() * word).max(1);
+    let tasks = || parallel::tasks(out_bytes, rows);
+    StoreChoice::choose(
+        Writer::CacheWindows,
+        knobs::in_force().stores,
+        sizes,
+        tasks,
+        true,
+    )
+}
+
+/// Write `dst`, the output's bytes (whole cache rows), with streaming
+/// stores, each row once in order: its positions outside the window from
+/// past, those inside from the update. Tasks own ranges of rows.
+fn stream_rows<T: Element, B: OutByte>(
+    dst: &mut [B],
+    past: &[T],
+    update: &[T],
+    positions: &[usize],
+    plan: &Plan,
+) {
+    let (Some(past), Some(update)) = (T::as_bytes(past), T::as_bytes(update)) else {
+        unreachable!("choose_stores streams plain elements only");
+    };
+    let word = std::mem::size_of::<T>();
+    let step = plan.inner * word;
+    let row = plan.max_sequence_length * step;
+    let window = plan.sequence_length * step;
+    assert!(dst.len() == past.len() && row > 0 && dst.len() % row == 0);
+    let rows = dst.len() / row;
+    let per_task = rows.div_ceil(parallel::tasks(dst.len(), rows));
+    parallel::for_each_chunk(dst, per_task * row, |task, chunk| {
+        let avx = Avx::detect();
+        let first = task * per_task;
+        for (k, to) in chunk.chunks_exact_mut(row).enumerate() {
+            let p = first + k;
+            let start = positions[p / plan.per_batch] % plan.max_sequence_length * step;
+            let runs = row_runs(row, window, start);
+            let from_past = &past[p * row..(p + 1) * row];
+            let from_update = &update[p * window..(p + 1) * window];
+            for run in runs.into_iter().filter(|run| !run.to.is_empty()) {
+                let src = if run.from_update {
+                    from_update
+                } else {
+                    from_past
+                };
+                copy_nontemporal(avx, &mut to[run.to.clone()], &src[run.from..]);
+            }
+        }
+        store_fence();
+    });
+}
+
+/// One contiguous run of a cache row's bytes: `to` in the row, read from
+/// offset `from` of the update's window or of past's row.
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    to: std::ops::Range<usize>,
+    from: usize,
+    from_update: bool,
+}
+
+/// The runs of a row of `row` bytes whose window of `window` bytes
+/// (`window <= row`) starts at byte `start` (`start < row`) and wraps
+/// around the row's end: past's bytes before and after the window, or,
+/// when it wraps, the window's tail, past's bytes between, the window's
+/// head. Some may be empty.
+fn row_runs(row: usize, window: usize, start: usize) -> [Run; 3] {
+    let run = |to: std::ops::Range<usize>, from, from_update| Run {
+        to,
+        from,
+        from_update,
+    };
+    if start + window <= row {
+        let end = start + window;
+        [
+            run(0..start, 0, false),
+            run(start..end, 0, true),
+            run(end..row, end, false),
+        ]
+    } else {
+        let wrapped = start + window - row;
+        [
+            run(0..wrapped, window - wrapped, true),
+            run(wrapped..start, wrapped, false),
+            run(start..row, 0, true),
+        ]
+    }
 }
 
 /// `out = past`, then each cache row (one prefix `p`: `max_sequence_length`
@@ -121,5 +281,65 @@ fn write_windows<W: Clone>(
             let pos = (start + s) % max;
             cache[pos * inner..(pos + 1) * inner].clone_from_slice(src);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_inside_the_row_splits_it_in_three() {
+        let runs = row_runs(10, 4, 3);
+        assert_eq!(
+            runs,
+            [
+                Run {
+                    to: 0..3,
+                    from: 0,
+                    from_update: false
+                },
+                Run {
+                    to: 3..7,
+                    from: 0,
+                    from_update: true
+                },
+                Run {
+                    to: 7..10,
+                    from: 7,
+                    from_update: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_window_past_the_row_end_wraps_to_its_start() {
+        let runs = row_runs(10, 4, 8);
+        assert_eq!(
+            runs,
+            [
+                Run {
+                    to: 0..2,
+                    from: 2,
+                    from_update: true
+                },
+                Run {
+                    to: 2..8,
+                    from: 2,
+                    from_update: false
+                },
+                Run {
+                    to: 8..10,
+                    from: 0,
+                    from_update: true
+                },
+            ]
+        );
+        // A window as long as the row, from its middle: no byte of past.
+        let whole = row_runs(10, 10, 5);
+        assert!(whole[1].to.is_empty());
+        assert_eq!((whole[0].to.clone(), whole[0].from), (0..5, 5));
+        assert_eq!((whole[2].to.clone(), whole[2].from), (5..10, 0));
     }
 }
