@@ -29,20 +29,23 @@ pub(super) fn fresh<T: Element>(
     let stores = choose_stores::<T>(plan, out_bytes);
     if stores.streaming {
         let write = |slots: &mut [MaybeUninit<T>]| {
+            let from = T::as_bytes(past.data()).ok_or(())?;
+            let update = T::as_bytes(update.data()).ok_or(())?;
             let dst = uninit::slot_bytes(slots).ok_or(())?;
-            stream_rows(dst, past.data(), update.data(), positions, plan);
+            stream_rows(dst, from, update, std::mem::size_of::<T>(), positions, plan);
             Ok(())
         };
-        // SAFETY: `stream_rows` stores every byte of `dst`, all the slots'
-        // bytes (its tasks' chunks cover them and each writes every byte of
-        // its rows), before `write` returns `Ok`.
+        // SAFETY: `write` returns `Ok` only after `stream_rows` stored every
+        // byte of `dst`, all the slots' bytes (its tasks' chunks cover them
+        // and each writes every byte of its rows).
         #[allow(unsafe_code)]
         if let Some(Ok(out)) = unsafe { uninit::new_vec_of::<T, ()>(past.len(), write) } {
             stores.done(out_bytes);
             return Ok(out);
         }
-        // No memory for the output as bytes: the copy below is not the
-        // strategy being timed, so `stores` is dropped unrecorded.
+        // No memory for the output, or elements that are not plain bytes:
+        // the copy below is not the strategy being timed, so `stores` is
+        // dropped unrecorded.
         return copied(past, update, positions, plan);
     }
     let out = copied(past, update, positions, plan)?;
@@ -71,13 +74,7 @@ fn copied<T: Element>(
         Some(Err(never)) => match never {},
         None => {
             let mut out = alloc_output(past.len())?;
-            copy_and_write_windows(
-                T::as_words(past.data()),
-                T::as_words_mut(&mut out),
-                T::as_words(update.data()),
-                positions,
-                plan,
-            );
+            copy_windows_into(past, update, positions, plan, &mut out);
             Ok(out)
         }
     }
@@ -94,12 +91,28 @@ pub(super) fn fill<T: Element>(
     let out_bytes = std::mem::size_of_val(out);
     let stores = choose_stores::<T>(plan, out_bytes);
     if stores.streaming {
-        if let Some(dst) = T::as_bytes_mut(out) {
-            stream_rows(dst, past.data(), update.data(), positions, plan);
-            stores.done(out_bytes);
-            return;
+        let from = T::as_bytes(past.data());
+        let window = T::as_bytes(update.data());
+        if let (Some(from), Some(window)) = (from, window) {
+            if let Some(dst) = T::as_bytes_mut(out) {
+                stream_rows(dst, from, window, std::mem::size_of::<T>(), positions, plan);
+                stores.done(out_bytes);
+                return;
+            }
         }
     }
+    copy_windows_into(past, update, positions, plan, out);
+    stores.done(out_bytes);
+}
+
+/// [`fill`] by the copy of past, then the windows, whatever the stores.
+fn copy_windows_into<T: Element>(
+    past: TypedView<'_, T>,
+    update: TypedView<'_, T>,
+    positions: &[usize],
+    plan: &Plan,
+    out: &mut [T],
+) {
     copy_and_write_windows(
         T::as_words(past.data()),
         T::as_words_mut(out),
@@ -107,7 +120,6 @@ pub(super) fn fill<T: Element>(
         positions,
         plan,
     );
-    stores.done(out_bytes);
 }
 
 /// The stores of a copy of `out_bytes` (see [`StoreChoice`]: under `auto`,
@@ -139,20 +151,18 @@ fn choose_stores<T: Element>(plan: &Plan, out_bytes: usize) -> StoreChoice {
     )
 }
 
-/// Write `dst`, the output's bytes (whole cache rows), with streaming
-/// stores, each row once in order: its positions outside the window from
-/// past, those inside from the update. Tasks own ranges of rows.
-fn stream_rows<T: Element, B: OutByte>(
+/// Write `dst`, the output's bytes (whole cache rows of elements of `word`
+/// bytes), with streaming stores, each row once in order: its positions
+/// outside the window from `past`'s bytes, those inside from `update`'s.
+/// Tasks own ranges of rows.
+fn stream_rows<B: OutByte>(
     dst: &mut [B],
-    past: &[T],
-    update: &[T],
+    past: &[u8],
+    update: &[u8],
+    word: usize,
     positions: &[usize],
     plan: &Plan,
 ) {
-    let (Some(past), Some(update)) = (T::as_bytes(past), T::as_bytes(update)) else {
-        unreachable!("choose_stores streams plain elements only");
-    };
-    let word = std::mem::size_of::<T>();
     let step = plan.inner * word;
     let row = plan.max_sequence_length * step;
     let window = plan.sequence_length * step;
