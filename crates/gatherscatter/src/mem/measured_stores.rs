@@ -29,7 +29,7 @@
 use std::time::Instant;
 
 use super::cpu::last_level_cache_bytes;
-use super::knobs::Stores;
+use super::knobs::{self, Stores};
 use super::measured::{CallTiming, Log2Classes, SizeClasses, TwoWays};
 use super::stream::{streaming_min_bytes, STREAMING_MIN_RUN};
 
@@ -49,6 +49,19 @@ pub(crate) const MEASURED_MIN_BYTES: usize = 1 << 20;
 /// as does everything past the cache (32 MiB from 32 MiB: 64 KiB blocks
 /// 1.06 / 0.98 ms against 1.10 / 0.85).
 pub(crate) const CACHED_MIN_BLOCK_BYTES: usize = 16 << 10;
+
+/// The `stores` knob in force for a call that writes `out_bytes`. An
+/// output under [`MEASURED_MIN_BYTES`] while every knob is `auto` gets
+/// `Auto` without decoding the tuning: small calls ask on every call (the
+/// tiny calls of `examples/tiny_call_loop.rs`, callgrind, 2026-12-03:
+/// TensorScatter 1521 instructions a call with the decode, 1497 without;
+/// ScatterND 1542 and 1518).
+pub(crate) fn stores_in_force(out_bytes: usize) -> Stores {
+    if out_bytes < MEASURED_MIN_BYTES && knobs::auto_in_force() {
+        return Stores::Auto;
+    }
+    knobs::in_force().stores
+}
 
 /// The kernels whose stores are measured; each has classes of its own, as
 /// the same sizes cost each a different time.

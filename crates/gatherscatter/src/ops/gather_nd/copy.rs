@@ -8,8 +8,7 @@ use super::NdPlan;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::index::takes_small_path;
-use crate::mem::knobs;
-use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
+use crate::mem::measured_stores::{stores_in_force, Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
 use crate::mem::prefetch::{prefetch_item, PREFETCH_TARGETS_ABOVE};
 use crate::mem::uninit::{self, Slot};
@@ -201,7 +200,7 @@ impl<'d> SliceWriting<'d> {
             src_bytes: src.len(),
         };
         let tasks = || parallel::tasks(out_bytes, blocks);
-        let stores = knobs::in_force().stores;
+        let stores = stores_in_force(out_bytes);
         // Without whole slices the stores change nothing: not timed.
         let stores = StoreChoice::choose(Writer::NdSlices, stores, sizes, tasks, whole);
         SliceWriting {

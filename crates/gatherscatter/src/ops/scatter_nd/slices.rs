@@ -3,8 +3,8 @@
 //! written once in its own order from data and the updates of each slice.
 
 use crate::dtype::Element;
-use crate::mem::knobs::{self, Stores};
-use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
+use crate::mem::knobs::Stores;
+use crate::mem::measured_stores::{stores_in_force, Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
 use crate::mem::prefetch::prefetch_items_to_l2;
 use crate::mem::stream::{copy_nontemporal, store_fence, Avx, OutByte};
@@ -125,7 +125,7 @@ impl SliceTuples {
         let Some(block_bytes) = block.checked_mul(std::mem::size_of::<T>()) else {
             return unmeasured;
         };
-        let stores = knobs::in_force().stores;
+        let stores = stores_in_force(out_bytes);
         let long_enough = stores != Stores::Auto || block_bytes >= MIN_SLICE_BYTES;
         if T::as_bytes(&[]).is_none()
             || block_bytes == 0

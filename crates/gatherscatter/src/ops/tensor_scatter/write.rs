@@ -9,8 +9,7 @@ use std::mem::MaybeUninit;
 use super::Plan;
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::mem::knobs;
-use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
+use crate::mem::measured_stores::{stores_in_force, Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
 use crate::mem::stream::{copy_nontemporal, store_fence, Avx, OutByte};
 use crate::mem::uninit::{self, Slot};
@@ -142,13 +141,8 @@ fn choose_stores<T: Element>(plan: &Plan, out_bytes: usize) -> StoreChoice {
     };
     let rows = out_bytes / (plan.cache_row() * word).max(1);
     let tasks = || parallel::tasks(out_bytes, rows);
-    StoreChoice::choose(
-        Writer::CacheWindows,
-        knobs::in_force().stores,
-        sizes,
-        tasks,
-        true,
-    )
+    let stores = stores_in_force(out_bytes);
+    StoreChoice::choose(Writer::CacheWindows, stores, sizes, tasks, true)
 }
 
 /// Write `dst`, the output's bytes (whole cache rows of elements of `word`
