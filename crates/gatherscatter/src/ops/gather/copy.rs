@@ -5,8 +5,7 @@ use super::GatherPlan;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::index::takes_small_path;
-use crate::mem::knobs;
-use crate::mem::measured_stores::{Sizes, StoreChoice, Writer};
+use crate::mem::measured_stores::{stores_in_force, Sizes, StoreChoice, Writer};
 use crate::mem::parallel;
 use crate::mem::prefetch;
 use crate::mem::uninit::{self, Slot};
@@ -137,7 +136,7 @@ impl Writing {
             src_bytes: std::mem::size_of_val(data.data()),
         };
         let tasks = || parallel::tasks(out_bytes, plan.output_len / plan.inner);
-        let stores = knobs::in_force().stores;
+        let stores = stores_in_force(out_bytes);
         let stores = StoreChoice::choose(Writer::Blocks, stores, sizes, tasks, true);
         Writing {
             streamed_block_bytes: stores.streaming.then_some(block_bytes),

@@ -90,14 +90,11 @@ pub(super) fn fill<T: Element>(
     let out_bytes = std::mem::size_of_val(out);
     let stores = choose_stores::<T>(plan, out_bytes);
     if stores.streaming {
-        let from = T::as_bytes(past.data());
-        let window = T::as_bytes(update.data());
-        if let (Some(from), Some(window)) = (from, window) {
-            if let Some(dst) = T::as_bytes_mut(out) {
-                stream_rows(dst, from, window, std::mem::size_of::<T>(), positions, plan);
-                stores.done(out_bytes);
-                return;
-            }
+        let bytes = (T::as_bytes(past.data()), T::as_bytes(update.data()));
+        if let ((Some(from), Some(window)), Some(dst)) = (bytes, T::as_bytes_mut(out)) {
+            stream_rows(dst, from, window, std::mem::size_of::<T>(), positions, plan);
+            stores.done(out_bytes);
+            return;
         }
     }
     copy_windows_into(past, update, positions, plan, out);

@@ -1,6 +1,6 @@
 use super::*;
 use crate::mem::cpu::last_level_cache_bytes;
-use crate::mem::knobs::Stores;
+use crate::mem::knobs::{self, Stores};
 use crate::mem::stream::streaming_min_bytes;
 use crate::Complex64;
 use crate::{Gather, Tensor};
