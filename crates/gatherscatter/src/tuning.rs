@@ -109,6 +109,10 @@ pub struct WordTiming {
     /// Whether `auto` takes the vector loop: unless the scalar loop was at
     /// least 10% faster.
     pub vector_chosen: bool,
+    /// Whether the vector loop took at least 1.5x the scalar loop's time:
+    /// then `auto` takes the scalar loop for every call of this word and
+    /// index size and no call times the vector one.
+    pub vector_far_behind: bool,
 }
 
 /// What the `auto` strategies resolve to here, measuring the word gathers
@@ -121,6 +125,7 @@ pub fn report() -> Report {
             scalar: m.scalar,
             vector: m.vector,
             vector_chosen: m.vector_wins(),
+            vector_far_behind: m.vector_far_behind(),
         })
     };
     let sizes = [4, 8].into_iter().flat_map(|w| [(w, 8), (w, 4), (w, 2)]);
@@ -179,7 +184,11 @@ impl fmt::Display for Report {
                 f,
                 " {} B by {index} {} (scalar {:.1} us, vector {:.1} us)",
                 t.word_bytes,
-                if t.vector_chosen { "vector" } else { "scalar" },
+                match (t.vector_chosen, t.vector_far_behind) {
+                    (true, _) => "vector",
+                    (false, false) => "scalar",
+                    (false, true) => "scalar, vector never timed",
+                },
                 t.scalar.as_secs_f64() * 1e6,
                 t.vector.as_secs_f64() * 1e6,
             )?;

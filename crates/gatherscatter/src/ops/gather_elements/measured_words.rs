@@ -25,7 +25,8 @@
 use std::time::Instant;
 
 use super::word_gather::{
-    measured, spanning_rows, strided_row, vector_row, SpanningRows, StridedRow, VectorRow,
+    measured, spanning_rows, strided_row, vector_far_behind, vector_row, SpanningRows, StridedRow,
+    VectorRow,
 };
 use crate::mem::knobs::WordGather;
 use crate::mem::measured::{CallTiming, TwoWays};
@@ -170,7 +171,8 @@ impl<W: 'static, O: 'static, X: 'static> WordLoop<VectorRow<W, O, X>> {
         );
         let kernel = vector_row::<W, O, X>(WordGather::Vector);
         let first_use = || vector_row::<W, O, X>(WordGather::Auto).is_some();
-        Self::choose(knob, (class, kernel), first_use, out_bytes)
+        let sizes = (size_of::<W>(), size_of::<X>());
+        Self::choose(knob, (class, kernel), (first_use, sizes), out_bytes)
     }
 }
 
@@ -190,7 +192,7 @@ impl<W: 'static, O: 'static, X: 'static> WordLoop<StridedRow<W, O, X>> {
         let class = Class::of(Layout::Planes, sizes, plane_bytes, tasks);
         let kernel = strided_row::<W, O, X>(true);
         let first_use = || measured(sizes.0, sizes.1).is_none_or(|m| m.vector_wins());
-        Self::choose(knob, (class, kernel), first_use, out_bytes)
+        Self::choose(knob, (class, kernel), (first_use, sizes), out_bytes)
     }
 }
 
@@ -210,21 +212,24 @@ impl<W: 'static, O: 'static, X: 'static> WordLoop<SpanningRows<W, O, X>> {
         let class = Class::of(Layout::ShortRows, sizes, data_row_bytes, tasks);
         let kernel = spanning_rows::<W, O, X>();
         let first_use = || measured(sizes.0, sizes.1).is_none_or(|m| m.vector_wins());
-        Self::choose(knob, (class, kernel), first_use, out_bytes)
+        Self::choose(knob, (class, kernel), (first_use, sizes), out_bytes)
     }
 }
 
 impl<K: Copy> WordLoop<K> {
     /// The loop for a call of `class` whose vector loop is `kernel` (none
-    /// where the CPU or the types have none), writing `out_bytes`: forced
-    /// by `knob`; under `auto`, timed for calls of at least
-    /// [`TIMED_MIN_OUTPUT`] (not under Miri, which cannot time), and for
-    /// smaller ones the verdict of their class once it has one, else what
-    /// `first_use` says.
+    /// where the CPU or the types have none), gathering words by indices
+    /// of `sizes` (bytes) and writing `out_bytes`: forced by `knob`; under
+    /// `auto`, the scalar loop where the first-use measurement found the
+    /// vector one [far behind](super::word_gather::vector_far_behind) (a
+    /// timed call with it would cost many scalar ones), else timed for
+    /// calls of at least [`TIMED_MIN_OUTPUT`] (not under Miri, which cannot
+    /// time), and for smaller ones the verdict of their class once it has
+    /// one, else what `first_use` says.
     fn choose(
         knob: WordGather,
         (class, kernel): (Option<Class>, Option<K>),
-        first_use: impl FnOnce() -> bool,
+        (first_use, sizes): (impl FnOnce() -> bool, (usize, usize)),
         out_bytes: usize,
     ) -> WordLoop<K> {
         let untimed = |vector| WordLoop {
@@ -237,6 +242,7 @@ impl<K: Copy> WordLoop<K> {
         match knob {
             WordGather::Scalar => return untimed(None),
             WordGather::Vector => return untimed(Some(kernel)),
+            WordGather::Auto if vector_far_behind(sizes.0, sizes.1) => return untimed(None),
             WordGather::Auto => {}
         }
         let Some(slot) = class.map(Class::slot) else {
@@ -317,15 +323,27 @@ mod tests {
         }
     }
 
-    /// A large call under `auto` is timed, the scalar loop first; a
-    /// smaller one is not; a forced one takes what it is told.
-    fn check_timing<K: Copy>(large: WordLoop<K>, small: WordLoop<K>, forced: [bool; 2]) {
+    /// A large call under `auto` is timed, the scalar loop first, unless
+    /// the CPU's gathers are far behind (then no call is timed and every
+    /// one takes the scalar loop); a smaller one is not; a forced one takes
+    /// what it is told.
+    fn check_timing<K: Copy>(
+        (large, small): (WordLoop<K>, WordLoop<K>),
+        forced: [bool; 2],
+        far_behind: bool,
+    ) {
         let has_vector = forced[1];
         match large.timing {
             Some(_) => assert!(large.vector.is_none(), "the scalar loop is timed first"),
-            None => assert!(cfg!(miri) || !has_vector, "a large call is timed"),
+            None => assert!(
+                cfg!(miri) || !has_vector || far_behind,
+                "a large call is timed"
+            ),
         }
         assert!(!small.timed());
+        if far_behind {
+            assert!(large.vector.is_none() && small.vector.is_none());
+        }
         assert!(!forced[0]);
     }
 
@@ -338,11 +356,23 @@ mod tests {
         let rows = |knob, out| Rows::last_axis(knob, 4096, out, 1);
         let forced = knobs.map(|knob| rows(knob, 16 << 20).vector.is_some());
         assert_eq!(forced, [false, has_vector]);
-        check_timing(rows(auto, 16 << 20), rows(auto, (1 << 20) - 8), forced);
+        let behind = vector_far_behind(8, 4);
+        check_timing(
+            (rows(auto, 16 << 20), rows(auto, (1 << 20) - 8)),
+            forced,
+            behind,
+        );
         let planes = |knob, out| Planes::outer_axis(knob, 1 << 16, out, 2);
         let forced = knobs.map(|knob| planes(knob, 16 << 20).vector.is_some());
         assert_eq!(forced, [false, has_vector]);
-        check_timing(planes(auto, 16 << 20), planes(auto, (1 << 20) - 8), forced);
+        // 2-byte words go by the 4-byte words' measurement.
+        let behind = vector_far_behind(4, 8);
+        assert_eq!(vector_far_behind(2, 8), behind);
+        check_timing(
+            (planes(auto, 16 << 20), planes(auto, (1 << 20) - 8)),
+            forced,
+            behind,
+        );
         // A small last-axis call takes what the first-use measurement found.
         let first_use = vector_row::<u64, MaybeUninit<u64>, i32>(auto).is_some();
         assert_eq!(rows(auto, (1 << 20) - 8).vector.is_some(), first_use);

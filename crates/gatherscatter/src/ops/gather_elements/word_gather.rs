@@ -171,6 +171,26 @@ impl Measured {
     pub(crate) fn vector_wins(self) -> bool {
         self.scalar.as_nanos() * 10 >= self.vector.as_nanos() * 9
     }
+
+    /// Whether the vector loop took at least 1.5x the scalar loop's time:
+    /// the CPU's gather instructions are slow, and calls do not time them
+    /// again. On a 2-vCPU Intel Xeon family 6 model 106 (Ice Lake) it took
+    /// 1.8-3.7x as long for most word and index sizes, and one W4 call
+    /// (GatherElements along the last axis of 4096x4096 float32) 441-463
+    /// ms with it against 22-31 scalar; the loops' ratio on an AMD EPYC
+    /// family 25 model 1 (Zen 3) was 0.7-1.4.
+    pub(crate) fn vector_far_behind(self) -> bool {
+        self.vector.as_nanos() * 2 >= self.scalar.as_nanos() * 3
+    }
+}
+
+/// Whether the first-use measurement found the vector loop
+/// [far behind](Measured::vector_far_behind) for `word_bytes`-byte words by
+/// `index_bytes`-byte indices. Words of 1 and 2 bytes go by the 4-byte
+/// measurement: their loops gather 4 bytes a lane with the same
+/// instruction.
+pub(crate) fn vector_far_behind(word_bytes: usize, index_bytes: usize) -> bool {
+    measured(word_bytes.max(4), index_bytes).is_some_and(Measured::vector_far_behind)
 }
 
 /// Rounds of the measurement, the two loops alternating.
