@@ -20,3 +20,35 @@ pub fn assert_measured(knob: &str, class: &str) {
     assert!(timing.calls.iter().all(|&c| c >= 2), "{line}");
     assert!(timing.chosen.is_some(), "{line}");
 }
+
+/// The `word_gather` choice for GatherElements' `class` of calls on
+/// `word_bytes`-byte words by `index_bytes`-byte indices, under `auto`:
+/// where the first-use measurement found the CPU's vector loop far behind
+/// the scalar one (1- and 2-byte words go by the 4-byte words'
+/// measurement), no call times it and the class is never measured; else
+/// the class is measured as [`assert_measured`] says. Returns whether the
+/// class was measured.
+pub fn assert_word_loop_measured(class: &str, word_bytes: usize, index_bytes: usize) -> bool {
+    if tuning::in_force() != Tuning::AUTO || cfg!(miri) {
+        return false;
+    }
+    let report = tuning::report();
+    let far_behind = report
+        .word_gather
+        .iter()
+        .find(|t| t.word_bytes == word_bytes.max(4) && t.index_bytes == index_bytes)
+        .is_some_and(|t| t.vector_far_behind);
+    if !far_behind {
+        assert_measured("word_gather", class);
+        return true;
+    }
+    let line = report.to_string();
+    assert!(
+        !report
+            .measured
+            .iter()
+            .any(|t| t.knob == "word_gather" && t.class.starts_with(class)),
+        "the vector loop was far behind, yet {class} was timed: {line}"
+    );
+    false
+}
