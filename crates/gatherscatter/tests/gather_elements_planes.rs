@@ -30,15 +30,28 @@ const SHAPES: [(usize, usize, usize, usize); 4] = [
     (3, 128, 160, 2048),
 ];
 
+/// Shapes as [`SHAPES`] whose rows of at most 32 columns fit one column
+/// tile on any CPU (tiles are 32 columns or more) while their planes, of
+/// 48-128 KiB, are large enough to pack: each plane is read in place, the
+/// next one asked for a piece per row, not copied into a strip of its own
+/// layout. 2 and 3 threads start tasks inside a plane.
+const NARROW_SHAPES: [(usize, usize, usize, usize); 2] = [(3, 1024, 300, 32), (2, 600, 150, 20)];
+
+/// [`SHAPES`] in columns of `T`: near 2 MiB of output whatever its size.
+fn wide_shapes<T>() -> [(usize, usize, usize, usize); 4] {
+    let size = std::mem::size_of::<T>();
+    SHAPES.map(|(planes, axis_len, along, cols)| (planes, axis_len, along, (cols / size).max(64)))
+}
+
 /// Equal to the reference on 1, 2 and 3 threads, fresh and into a buffer,
 /// for indices read in place (`i64`, `i32`) and widened (`i16`), and a bad
 /// index named where it is: in the first plane's second tile, the last
 /// plane's first row, the last position.
-fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
-    let size = std::mem::size_of::<T>();
-    for (planes, axis_len, along, cols) in SHAPES {
-        // Keep each case near 2 MiB of output whatever the element size.
-        let cols = (cols / size).max(64);
+fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(
+    shapes: &[(usize, usize, usize, usize)],
+    make: fn(usize) -> T,
+) {
+    for &(planes, axis_len, along, cols) in shapes {
         let data_shape = [planes, axis_len, cols];
         let shape = [planes, along, cols];
         let data_n = planes * axis_len * cols;
@@ -90,20 +103,26 @@ fn check<T: Element + Copy + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) 
 
 #[test]
 fn byte_planes_along_the_middle_axis_match_the_reference() {
-    check::<i8>(|k| (k * 131) as i8);
+    check::<i8>(&wide_shapes::<i8>(), |k| (k * 131) as i8);
 }
 
 #[test]
 fn two_byte_planes_along_the_middle_axis_match_the_reference() {
-    check::<f16>(|k| f16::from_f32((k % 2048) as f32));
+    check::<f16>(&wide_shapes::<f16>(), |k| f16::from_f32((k % 2048) as f32));
 }
 
 #[test]
 fn four_byte_planes_along_the_middle_axis_match_the_reference() {
-    check::<f32>(|k| k as f32 * 0.25);
+    check::<f32>(&wide_shapes::<f32>(), |k| k as f32 * 0.25);
 }
 
 #[test]
 fn eight_byte_planes_along_the_middle_axis_match_the_reference() {
-    check::<f64>(|k| k as f64 * -0.5);
+    check::<f64>(&wide_shapes::<f64>(), |k| k as f64 * -0.5);
+}
+
+#[test]
+fn narrow_rows_of_planes_too_large_to_fetch_whole_are_read_in_place_and_match_the_reference() {
+    check::<f32>(&NARROW_SHAPES, |k| k as f32 * 0.25);
+    check::<f64>(&NARROW_SHAPES, |k| k as f64 * -0.5);
 }

@@ -141,8 +141,29 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     let rows = out.len() / row_len;
     let innermost = axis == indices_shape.len() - 1;
     let tuning = knobs::in_force();
-    let packed = !innermost && packs_strips::<W>(indices_shape, rule.size, row_len, axis);
     let tasks = parallel::tasks(std::mem::size_of_val(out), rows);
+    // Split by columns only when there are too few planes (the positions
+    // before the axis) to share out: by rows, each task reads whole
+    // planes of data and a stream of whole index rows, where each column
+    // task read a piece of every index row. Along the middle axis, two
+    // threads, in process, medians: int8 [64, 256, 1024] 40 -> 22 ms (no
+    // faster than one thread before), [16, 256, 4096] 26.5-34.3 ->
+    // 24.3-27.8, float32 [16, 256, 1024] 12.0 -> 7.7.
+    let planes: usize = indices_shape[..axis].iter().product();
+    let by_columns = !innermost && tasks > 1 && row_len >= 64 * tasks && planes < tasks;
+    let packs = !innermost && packs_strips::<W>(indices_shape, rule.size, row_len, axis);
+    // A packed tile as wide as the row would copy each plane into a strip
+    // of the plane's own layout: split by rows, the plane is read in place
+    // instead, the next one asked for a piece per row (`plane_ahead`).
+    // Zen 4 (32 KiB L1d, 1 MiB L2), 16 MiB outputs along the middle axis
+    // of 256 from 64 KiB planes, from Python, medians of three runs each
+    // way, one / two threads: float32 6.2-6.7 / 3.1-4.5 -> 5.3-5.5 /
+    // 2.7-3.7 ms, by int32 indices 4.5-6.7 / 2.4-3.3 -> 4.0-4.2 / 2.0-2.6,
+    // float64 4.0-4.4 / 2.1-2.8 -> 3.0-3.2 / 1.6-2.2, float16 10.9-11.3
+    // -> 10.1-10.4 on one thread, int8 20.3-27.5 -> 18.9-20.1.
+    let whole_row_tile = outer_axis_tile::<W>(rule.size, row_len, true) >= row_len;
+    let in_place = packs && whole_row_tile && !by_columns;
+    let packed = packs && !in_place;
     let out_bytes = std::mem::size_of_val(out);
     let row_bytes = rule.size * std::mem::size_of::<W>();
     let axis_stride = strides(data_shape)[axis];
@@ -199,20 +220,17 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         prefetch_next: fetch.prefetch,
         tile: outer_axis_tile::<W>(rule.size, row_len, packed),
         packed,
+        plane_ahead: match in_place {
+            // The plane (the axis times the row) over the rows that read it.
+            true => (rule.size * axis_stride).div_ceil(indices_shape[axis].max(1)),
+            false => 0,
+        },
         axis_size: rule.size,
         strided: strided.as_ref().is_some_and(|s| s.vector.is_some()),
         short_rows,
         spanning: spans,
     };
-    // Split by columns only when there are too few planes (the positions
-    // before the axis) to share out: by rows, each task reads whole
-    // planes of data and a stream of whole index rows, where each column
-    // task read a piece of every index row. Along the middle axis, two
-    // threads, in process, medians: int8 [64, 256, 1024] 40 -> 22 ms (no
-    // faster than one thread before), [16, 256, 4096] 26.5-34.3 ->
-    // 24.3-27.8, float32 [16, 256, 1024] 12.0 -> 7.7.
-    let planes: usize = indices_shape[..axis].iter().product();
-    let done = if !geometry.innermost && tasks > 1 && row_len >= 64 * tasks && planes < tasks {
+    let done = if by_columns {
         let tasks = tasks.min(row_len / 64);
         gather_outer_by_columns(
             data,
@@ -276,6 +294,10 @@ pub(super) struct RowGeometry {
     pub(super) tile: usize,
     /// Outer axis: column tiles are read from packed strips.
     pub(super) packed: bool,
+    /// Outer axis, whole rows read in place from planes that would have
+    /// been packed: the elements of the next plane each row asks for into
+    /// L1 ([`super::outer_axis::gather_whole_rows`]); 0 for none.
+    pub(super) plane_ahead: usize,
     /// Positions along the axis.
     pub(super) axis_size: usize,
     /// Outer axis: row pieces of words take the strided vector loop.

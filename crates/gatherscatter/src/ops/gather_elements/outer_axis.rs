@@ -89,6 +89,11 @@ const NEXT_PLANE_MAX_BYTES: usize = 32 << 10;
 /// cost more than the row's few elements (a [4096, 256, 4] float32 along
 /// the middle axis, rows of 4). `out` holds whole rows from flat position
 /// `first` on.
+///
+/// The next plane is asked for ahead: up to [`NEXT_PLANE_MAX_BYTES`], whole
+/// into L2 as the run starts; with [`RowGeometry::plane_ahead`], a piece
+/// per row into L1, so that its lines arrive over the run and the first
+/// rows of the next run do not wait on memory for each element.
 pub(super) fn gather_whole_rows<W: Clone + 'static, O: Slot<W> + 'static, R: ReadIndices>(
     data: &[W],
     geometry: &RowGeometry,
@@ -103,13 +108,15 @@ pub(super) fn gather_whole_rows<W: Clone + 'static, O: Slot<W> + 'static, R: Rea
     let vector = strided_row::<W, O, R::Index>(geometry.strided);
     let fetch_planes =
         std::mem::size_of_val(data.get(..plane).unwrap_or(data)) <= NEXT_PLANE_MAX_BYTES;
+    let ahead_per_row = geometry.plane_ahead;
     let shift = rule.negative_shift();
     let mut row = 0;
     let rows = out.len() / row_len;
     while let Some((base, run)) = bases.next_run(rows - row) {
-        if fetch_planes {
-            let next = data.get(base + plane..).unwrap_or_default();
-            prefetch_items_to_l2(next.get(..plane).unwrap_or(next));
+        let next = data.get(base + plane..).unwrap_or_default();
+        let next = next.get(..plane).unwrap_or(next);
+        if fetch_planes && ahead_per_row == 0 {
+            prefetch_items_to_l2(next);
         }
         let at = first + row * row_len;
         let dst = &mut out[row * row_len..(row + run) * row_len];
@@ -122,6 +129,11 @@ pub(super) fn gather_whole_rows<W: Clone + 'static, O: Slot<W> + 'static, R: Rea
             let mut column = offset % row_len;
             let mut done = 0;
             while done < dst.len() {
+                if column == 0 && ahead_per_row > 0 {
+                    let r = (offset + done) / row_len;
+                    let piece = next.get(r * ahead_per_row..).unwrap_or_default();
+                    prefetch_items(piece.get(..ahead_per_row).unwrap_or(piece));
+                }
                 let width = (row_len - column).min(dst.len() - done);
                 let piece = &mut dst[done..done + width];
                 let values = &idx[done..done + width];
