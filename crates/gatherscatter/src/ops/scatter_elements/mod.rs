@@ -6,6 +6,7 @@
 
 mod columns;
 mod execute;
+mod last_axis;
 mod measured_streams;
 mod rows;
 mod split;

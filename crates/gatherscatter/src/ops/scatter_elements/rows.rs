@@ -10,6 +10,7 @@
 use std::ops::Range;
 
 use super::columns::{scatter_by_columns, ColumnTask};
+use super::last_axis::{copy_and_apply_rows, MatchingRows};
 use super::measured_streams::Streams;
 use super::split::scatter_split;
 use crate::index::{
@@ -167,6 +168,21 @@ fn scatter_merged<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: KernelIn
     if slabs >= tasks && slabs > 1 && !by_columns {
         // Split by the dims before the axis: each task owns whole slabs.
         let per_task = slabs.div_ceil(tasks);
+        // Along the last axis, a slab is a row: index row `r` lands in
+        // data row `r` where the other dims match.
+        let matching = matching_last_axis_rows(g.data_shape, g.indices_shape, g.rule);
+        if let Some((data_row, row_len)) = matching {
+            return parallel::try_for_each_chunk(out, per_task * slab, |task, dst| {
+                let rows = MatchingRows {
+                    first: task * per_task,
+                    data_row,
+                    row_len,
+                    negative_shift: g.rule.negative_shift(),
+                    stream_ahead: g.stream_ahead,
+                };
+                copy_and_apply_rows::<W, O, C, X>(dst, rows, data, indices, updates)
+            });
+        }
         return parallel::try_for_each_chunk(out, per_task * slab, |task, dst| {
             let slabs = OwnedSlabs {
                 first: task * per_task,
