@@ -108,7 +108,7 @@ pub enum StreamFetch {
     /// Along the last axis, for outputs from 1 MiB, the one that the first
     /// calls of each class (element size, index type, index row length,
     /// one task or several) measured faster on this CPU, the two taking
-    /// turns, `ahead` first, until each has been timed twice, `hardware`
+    /// turns, `hardware` first, until each has been timed twice, `ahead`
     /// kept only when its best time is at least 10% lower; `ahead` along
     /// an outer axis and for smaller outputs.
     #[default]

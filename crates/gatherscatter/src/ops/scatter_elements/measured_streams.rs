@@ -1,9 +1,9 @@
-//! Whether ScatterElements' row loop asks for its index and update
-//! streams ahead in software (`ahead`) or leaves them to the hardware
+//! Whether ScatterElements' row loops ask for their index and update
+//! streams ahead in software (`ahead`) or leave them to the hardware
 //! prefetchers (`hardware`). Which is faster depends on the CPU and the
 //! shape, so along the last axis `auto` times the calls themselves
-//! ([`crate::mem::measured`]), keeping `ahead` unless `hardware` is at least
-//! 10% faster.
+//! ([`crate::mem::measured`]), keeping `hardware` unless `ahead` is at
+//! least 10% faster.
 //!
 //! Measured in one process, the two alternating, medians of 9 calls over
 //! 6-10 rounds, `i64` indices, each index row a permutation: on a 2-vCPU
@@ -14,6 +14,13 @@
 //! thread and 18.4 against 21.9 on two. On W6 the prefetch had measured
 //! 1.3-1.4x faster on an AMD EPYC family 25 model 1 (Zen 3), where it was
 //! written ([`crate::mem::prefetch::STREAM_AHEAD`]).
+//!
+//! `ahead` was the default until the last axis got its own loop
+//! ([`super::last_axis`]), where asking ahead costs a larger share of each
+//! row: the sweep's 16 MiB cells on the same Zen 4 (rows of 256, one
+//! thread, forced each way) took 3.2-4.8 ms with `hardware` against
+//! 3.0-5.7 ahead, slower ahead in five of six, and with `ahead` kept
+//! within 10%, `auto` had kept it in cells 25-35% slower.
 
 use std::time::Instant;
 
@@ -35,10 +42,11 @@ const CLASSES: usize = WORD_CLASSES * INDEX_BYTES.len() * ROW_CLASSES * TASK_CLA
 /// Outputs from this size on are measured: long enough to time.
 const MEASURED_MIN_OUTPUT: usize = 1 << 20;
 
-/// This process's measurements: `ahead` first, `hardware` second, kept
-/// only when its best time is 10% lower (on W6 on two threads, Zen 4, the
-/// first two calls of each had `hardware` 8% ahead where, over the next
-/// 50, `ahead` was 15% faster).
+/// This process's measurements: `hardware` first, `ahead` second, kept
+/// only when its best time is 10% lower (two calls of each on a shared
+/// machine differ by that much with no change at all: on W6 on two
+/// threads, Zen 4, the first two calls of each had `hardware` 8% ahead
+/// where, over the next 50, `ahead` was 15% faster).
 static MEASURED: TwoWays<CLASSES> = TwoWays::keeping_the_first_within(10);
 
 /// The class of a call: which measurements it shares.
@@ -127,7 +135,7 @@ impl Streams {
         let measured = along_last && out_bytes >= MEASURED_MIN_OUTPUT && !cfg!(miri);
         match (knob, class) {
             (StreamFetch::Auto, Some(class)) if measured => Streams {
-                ahead: !MEASURED.second(class.slot()),
+                ahead: MEASURED.second(class.slot()),
                 timing: (!MEASURED.settled(class.slot())).then(|| (class, Instant::now())),
             },
             (knob, _) => Streams {
@@ -140,7 +148,7 @@ impl Streams {
     /// The call has written `out_bytes`: its time joins its class's.
     pub(crate) fn done(self, out_bytes: usize) {
         if let Some((class, started)) = self.timing {
-            MEASURED.record(class.slot(), !self.ahead, out_bytes, started.elapsed());
+            MEASURED.record(class.slot(), self.ahead, out_bytes, started.elapsed());
         }
     }
 }
@@ -148,7 +156,7 @@ impl Streams {
 /// The classes measured so far, for the report.
 pub(crate) fn timings() -> Vec<CallTiming> {
     let describe = |slot| Class::from_slot(slot).describe();
-    MEASURED.report("stream_fetch", ["ahead", "hardware"], describe)
+    MEASURED.report("stream_fetch", ["hardware", "ahead"], describe)
 }
 
 #[cfg(test)]
@@ -164,7 +172,7 @@ mod tests {
                     class.describe(),
                     "1-byte elements by 8-byte indices in rows of up to 256, one task"
                 );
-                assert!(call.ahead, "ahead is timed first");
+                assert!(!call.ahead, "hardware is timed first");
             }
             // Miri's clock is virtual: nothing is measured there.
             None => assert!(cfg!(miri) && call.ahead),
