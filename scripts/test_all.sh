@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # All the tests: the Rust workspace, then the Python package built from this
-# checkout and its pytest suite (hypothesis properties against numpy; the
-# torch comparisons run when torch is installed, e.g. with GS_TEST_TORCH=1).
+# checkout and its pytest suite (hypothesis properties against numpy and
+# torch, and gatherscatter.torch's autograd functions against torch's own).
 # Installs what it needs with pip: maturin, pytest, hypothesis, numpy, ml_dtypes,
-# and dask with distributed (the gatherscatter.dask tests start a local cluster).
+# dask with distributed (the gatherscatter.dask tests start a local cluster)
+# and torch (about 3 GB with its CUDA libraries, under a minute here; the
+# torch tests are skipped with GS_TEST_TORCH=0, and only then).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +14,7 @@ cargo test --workspace
 python3 -m pip install --quiet --disable-pip-version-check \
   "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "numpy>=1.21" "ml_dtypes>=0.2" \
   "dask[array]>=2024.1" "distributed>=2024.1"
-if [ "${GS_TEST_TORCH:-0}" = 1 ]; then
+if [ "${GS_TEST_TORCH:-1}" = 1 ]; then
   python3 -m pip install --quiet --disable-pip-version-check torch
 fi
 # Build the wheel in the workspace's target/, with the `pytest` profile
