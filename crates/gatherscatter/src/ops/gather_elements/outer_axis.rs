@@ -43,6 +43,14 @@ pub(super) fn outer_axis_tile<W>(axis_size: usize, row_len: usize, packed: bool)
     if in_level1 >= 32 && in_level1 * 2 >= row_len {
         return in_level1;
     }
+    level2_tile::<W>(axis_size)
+}
+
+/// Columns in a strip of an eighth of L2, and at least 64: the packed
+/// tile where an L1 strip would be too narrow, and the measure of whether
+/// a plane is read in place (a strip this wide covering the whole row).
+pub(super) fn level2_tile<W>(axis_size: usize) -> usize {
+    let column_bytes = axis_size.max(1) * std::mem::size_of::<W>().max(1);
     (cpu::core_caches().level2 / 8 / column_bytes).max(64)
 }
 
