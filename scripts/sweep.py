@@ -33,9 +33,10 @@ lacks the dtype is left out of that cell. Before timing, every peer's
 result must equal gatherscatter's (sums: to the dtype's rounding). The bar
 (issue #34) is 1.5x the fastest peer. gatherscatter's timed calls start
 after the twelve on which its measured strategies (`word_gather`,
-`stores`, `block_order`, `block_prefetch`, `row_fetch`, `stream_fetch`)
-time a class of call they have not seen (up to three of them in turn, a
-Gather's stores, row order and prefetch level, two calls each way), so
+`stores`, `block_order`, `block_prefetch`, `row_fetch`, `stream_fetch`,
+`plane_reads`) time a class of call they have not seen (up to three of
+them in turn, a Gather's stores, row order and prefetch level, or a
+GatherElements' word loop and plane reads, two calls each way), so
 each cell times the strategies kept for its class; a process pays those
 calls once per class. Each library is timed in a block of `--repeat` calls
 (its median), gatherscatter first, with a pause after onnxruntime's; the
@@ -277,7 +278,8 @@ def main() -> int:
                     help="force kernel strategies: stores=cached|streaming,"
                          "word_gather=scalar|vector,block_order=output|source,"
                          "bag_fold=memory|registers,row_fetch=read|prefetch,"
-                         "stream_fetch=ahead|hardware,block_prefetch=l1|l2")
+                         "stream_fetch=ahead|hardware,block_prefetch=l1|l2,"
+                         "plane_reads=packed|in_place")
     args = ap.parse_args()
     if args.tuning:
         import gatherscatter as gs

@@ -47,12 +47,15 @@ fn get_num_threads() -> usize {
 /// ``word_gather`` (``"scalar"``, ``"vector"``), ``block_order``
 /// (``"output"``, ``"source"``), ``bag_fold`` (``"memory"``,
 /// ``"registers"``), ``row_fetch`` (``"read"``, ``"prefetch"``),
-/// ``stream_fetch`` (``"ahead"``, ``"hardware"``) and ``block_prefetch``
-/// (``"l1"``, ``"l2"``) given, else ``"auto"``. Results are the same
+/// ``stream_fetch`` (``"ahead"``, ``"hardware"``), ``block_prefetch``
+/// (``"l1"``, ``"l2"``) and ``plane_reads`` (``"packed"``, ``"in_place"``)
+/// given, else ``"auto"``. Results are the same
 /// under every strategy; only the speed differs. Returns the tuning now in
 /// force, in the text form ``GATHERSCATTER_TUNING`` takes.
 #[pyfunction]
-#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None, row_fetch = None, stream_fetch = None, block_prefetch = None))]
+#[pyo3(signature = (*, stores = None, word_gather = None, block_order = None, bag_fold = None, row_fetch = None, stream_fetch = None, block_prefetch = None, plane_reads = None))]
+// One keyword argument a knob, each named and typed in the stub.
+#[allow(clippy::too_many_arguments)]
 fn set_tuning(
     stores: Option<&str>,
     word_gather: Option<&str>,
@@ -61,6 +64,7 @@ fn set_tuning(
     row_fetch: Option<&str>,
     stream_fetch: Option<&str>,
     block_prefetch: Option<&str>,
+    plane_reads: Option<&str>,
 ) -> PyResult<String> {
     let knobs = [
         ("stores", stores),
@@ -70,6 +74,7 @@ fn set_tuning(
         ("row_fetch", row_fetch),
         ("stream_fetch", stream_fetch),
         ("block_prefetch", block_prefetch),
+        ("plane_reads", plane_reads),
     ];
     let text: Vec<String> = knobs
         .iter()

@@ -15,6 +15,7 @@
 //! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
 //! | `stream_fetch` | `ahead`, `hardware` | ScatterElements' row loop (and ScatterReduce's calls through it) along the last axis, outputs from 1 MiB: whether its index and update streams are asked for ahead in software or left to the hardware prefetchers, what the first calls of each class of element size, index type, index row length and task count measured faster, `ahead` only when 10% faster; `ahead` along outer axes and for smaller outputs (ScatterReduce's own kernel, for mean or without `include_self`, always asks ahead) |
 //! | `block_prefetch` | `l1`, `l2` | Gather's and GatherND's streamed row copies (the outputs `stores` streams), sources from 2 MiB and outputs from 1 MiB: where each row is asked for ahead, what the first calls of each class of source size, row size, task count and row order measured faster; L2 in output order past 1.5x the last-level cache and L1 otherwise for smaller copies and while another strategy of the call is timed |
+//! | `plane_reads` | `packed`, `in_place` | GatherElements along an outer axis, calls split by rows whose data planes (the axis times the dims after it) are over 32 KiB and read by consecutive rows: for planes up to the size of L2 and outputs from 1 MiB, what the first calls of each class of word size, plane size, index type and task count measured faster; otherwise, and while the call's word loop is timed, in place where a strip of an eighth of L2 would span the whole row |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
 //!
 //! Set one process-wide with [`set_global`] or the `GATHERSCATTER_TUNING`
@@ -43,15 +44,15 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::mem::knobs::{
-    global, in_force, scoped, set_global, BagFold, BlockOrder, BlockPrefetch, RowFetch, Stores,
-    StreamFetch, Tuning, WordGather, TUNING_VARIABLE,
+    global, in_force, scoped, set_global, BagFold, BlockOrder, BlockPrefetch, PlaneReads, RowFetch,
+    Stores, StreamFetch, Tuning, WordGather, TUNING_VARIABLE,
 };
 
 pub use crate::mem::measured::CallTiming;
 use crate::mem::{cpu, measured_stores, stream};
 use crate::ops::blocks::{measured_orders, measured_prefetches, source_order_min_source_bytes};
 use crate::ops::gather_elements::word_gather;
-use crate::ops::gather_elements::{measured_fetches, measured_word_loops};
+use crate::ops::gather_elements::{measured_fetches, measured_plane_reads, measured_word_loops};
 use crate::ops::scatter_elements::measured_stream_fetches;
 
 /// What the `auto` strategies resolve to on the running CPU.
@@ -144,6 +145,7 @@ pub fn report() -> Report {
             .chain(measured_stores::timings())
             .chain(measured_word_loops())
             .chain(measured_fetches())
+            .chain(measured_plane_reads())
             .chain(measured_stream_fetches())
             .collect(),
     }

@@ -1,22 +1,25 @@
 //! GatherElements along the middle axis of data with several planes (the
 //! positions before the axis): packed column strips walked a plane at a
-//! time over all its tiles, tasks split by rows when the planes are enough
-//! to share out and by columns when they are not, against the naive spec
-//! §1 reference.
+//! time over all its tiles or read in place (`plane_reads`), tasks split
+//! by rows when the planes are enough to share out and by columns when
+//! they are not, against the naive spec §1 reference.
 
 mod common;
 mod pool;
 
 use common::*;
-use gatherscatter::tuning::{self, Tuning, WordGather};
+use gatherscatter::tuning::{self, PlaneReads, Tuning, WordGather};
 use gatherscatter::{f16, DType, Element, GatherElements, Tensor};
 use pool::{in_pool, names_the_first_bad_index_on_any_pool};
 
-/// `auto`, and the scalar and strided vector loops forced.
-const TUNINGS: [Tuning; 3] = [
+/// `auto`, the scalar and strided vector loops forced, and the planes
+/// packed into strips or read in place forced.
+const TUNINGS: [Tuning; 5] = [
     Tuning::AUTO,
     Tuning::AUTO.with_word_gather(WordGather::Scalar),
     Tuning::AUTO.with_word_gather(WordGather::Vector),
+    Tuning::AUTO.with_plane_reads(PlaneReads::Packed),
+    Tuning::AUTO.with_plane_reads(PlaneReads::InPlace),
 ];
 
 /// Shapes `(planes, axis, indices along it, columns)`: planes of 64-256

@@ -16,10 +16,11 @@ use crate::error::{Error, Result};
 mod strategies;
 
 pub use strategies::{
-    BagFold, BlockOrder, BlockPrefetch, RowFetch, Stores, StreamFetch, WordGather,
+    BagFold, BlockOrder, BlockPrefetch, PlaneReads, RowFetch, Stores, StreamFetch, WordGather,
 };
 use strategies::{
-    BAG_FOLDS, BLOCK_ORDERS, BLOCK_PREFETCHES, ROW_FETCHES, STORES, STREAM_FETCHES, WORD_GATHERS,
+    BAG_FOLDS, BLOCK_ORDERS, BLOCK_PREFETCHES, PLANE_READS, ROW_FETCHES, STORES, STREAM_FETCHES,
+    WORD_GATHERS,
 };
 
 /// The strategy knobs together; [`Tuning::AUTO`] (the default) forces
@@ -43,6 +44,9 @@ pub struct Tuning {
     /// Where Gather's and GatherND's streamed row copies ask for their
     /// rows ahead.
     pub block_prefetch: BlockPrefetch,
+    /// How GatherElements along an outer axis reads the data planes its
+    /// rows share.
+    pub plane_reads: PlaneReads,
 }
 
 /// The environment variable read at first use: `Tuning`'s text form.
@@ -79,6 +83,7 @@ impl Tuning {
         row_fetch: RowFetch::Auto,
         stream_fetch: StreamFetch::Auto,
         block_prefetch: BlockPrefetch::Auto,
+        plane_reads: PlaneReads::Auto,
     };
 
     /// This tuning with `stores` set. The builders are `const`, so a
@@ -135,6 +140,12 @@ impl Tuning {
         self
     }
 
+    /// This tuning with `plane_reads` set.
+    pub const fn with_plane_reads(mut self, plane_reads: PlaneReads) -> Tuning {
+        self.plane_reads = plane_reads;
+        self
+    }
+
     /// Every combination of forced values (no `Auto`): the strategies a
     /// correctness test runs whichever this CPU would choose.
     pub fn every_forced() -> Vec<Tuning> {
@@ -146,15 +157,18 @@ impl Tuning {
                         for &(row_fetch, _) in &ROW_FETCHES[1..] {
                             for &(stream_fetch, _) in &STREAM_FETCHES[1..] {
                                 for &(block_prefetch, _) in &BLOCK_PREFETCHES[1..] {
-                                    all.push(Tuning {
-                                        stores,
-                                        word_gather,
-                                        block_order,
-                                        bag_fold,
-                                        row_fetch,
-                                        stream_fetch,
-                                        block_prefetch,
-                                    });
+                                    for &(plane_reads, _) in &PLANE_READS[1..] {
+                                        all.push(Tuning {
+                                            stores,
+                                            word_gather,
+                                            block_order,
+                                            bag_fold,
+                                            row_fetch,
+                                            stream_fetch,
+                                            block_prefetch,
+                                            plane_reads,
+                                        });
+                                    }
                                 }
                             }
                         }
@@ -170,7 +184,9 @@ impl Tuning {
     /// `scalar`, `vector`), `block_order` (`auto`, `output`, `source`),
     /// `bag_fold` (`auto`, `memory`, `registers`), `row_fetch` (`auto`,
     /// `read`, `prefetch`), `stream_fetch` (`auto`, `ahead`, `hardware`),
-    /// `block_prefetch` (`auto`, `l1`, `l2`). Knobs left out are `auto`; the empty string is [`Tuning::AUTO`].
+    /// `block_prefetch` (`auto`, `l1`, `l2`), `plane_reads` (`auto`,
+    /// `packed`, `in_place`). Knobs left out are `auto`; the empty string
+    /// is [`Tuning::AUTO`].
     ///
     /// # Errors
     /// [`Error::BadAttribute`] naming an unknown knob or value.
@@ -182,7 +198,7 @@ impl Tuning {
     /// assert_eq!(
     ///     t.to_string(),
     ///     "stores=streaming,word_gather=auto,block_order=auto,bag_fold=auto,row_fetch=auto,\
-    ///      stream_fetch=auto,block_prefetch=auto"
+    ///      stream_fetch=auto,block_prefetch=auto,plane_reads=auto"
     /// );
     /// assert!(Tuning::parse("stores=fast").is_err());
     /// ```
@@ -203,10 +219,11 @@ impl Tuning {
                 "block_prefetch" => {
                     tuning.block_prefetch = value_of(&BLOCK_PREFETCHES, knob, value)?
                 }
+                "plane_reads" => tuning.plane_reads = value_of(&PLANE_READS, knob, value)?,
                 _ => {
                     return Err(Error::BadAttribute {
                         message: format!(
-                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold, row_fetch, stream_fetch, block_prefetch)"
+                            "tuning: unknown knob {knob:?} (stores, word_gather, block_order, bag_fold, row_fetch, stream_fetch, block_prefetch, plane_reads)"
                         ),
                     })
                 }
@@ -245,6 +262,7 @@ impl Tuning {
             | position(&ROW_FETCHES, self.row_fetch) << 8
             | position(&STREAM_FETCHES, self.stream_fetch) << 10
             | position(&BLOCK_PREFETCHES, self.block_prefetch) << 12
+            | position(&PLANE_READS, self.plane_reads) << 14
     }
 
     fn decode(bits: u32) -> Tuning {
@@ -261,6 +279,7 @@ impl Tuning {
             block_prefetch: BLOCK_PREFETCHES
                 .get(field(12))
                 .map_or(BlockPrefetch::Auto, |s| s.0),
+            plane_reads: PLANE_READS.get(field(14)).map_or(PlaneReads::Auto, |s| s.0),
         }
     }
 }
@@ -270,14 +289,15 @@ impl std::fmt::Display for Tuning {
         write!(
             f,
             "stores={},word_gather={},block_order={},bag_fold={},row_fetch={},stream_fetch={},\
-             block_prefetch={}",
+             block_prefetch={},plane_reads={}",
             name_of(&STORES, self.stores),
             name_of(&WORD_GATHERS, self.word_gather),
             name_of(&BLOCK_ORDERS, self.block_order),
             name_of(&BAG_FOLDS, self.bag_fold),
             name_of(&ROW_FETCHES, self.row_fetch),
             name_of(&STREAM_FETCHES, self.stream_fetch),
-            name_of(&BLOCK_PREFETCHES, self.block_prefetch)
+            name_of(&BLOCK_PREFETCHES, self.block_prefetch),
+            name_of(&PLANE_READS, self.plane_reads)
         )
     }
 }
@@ -396,7 +416,8 @@ mod tests {
         all.push(Tuning::AUTO.with_row_fetch(RowFetch::Prefetch));
         all.push(Tuning::AUTO.with_stream_fetch(StreamFetch::Hardware));
         all.push(Tuning::AUTO.with_block_prefetch(BlockPrefetch::L2));
-        assert_eq!(Tuning::every_forced().len(), 128);
+        all.push(Tuning::AUTO.with_plane_reads(PlaneReads::InPlace));
+        assert_eq!(Tuning::every_forced().len(), 256);
         for t in all {
             assert_eq!(Tuning::decode(t.encode()), t);
             assert_eq!(Tuning::parse(&t.to_string()).unwrap(), t);

@@ -140,6 +140,28 @@ pub enum BlockPrefetch {
     L2,
 }
 
+/// How GatherElements along an outer axis reads a data plane (the axis
+/// times the dims after it) that the rows reading it share: copied a tile
+/// of columns at a time into a packed strip, or read where it lies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PlaneReads {
+    /// For planes up to the size of L2 and outputs from 1 MiB, the one
+    /// that the first calls of each class (word size, plane size, index
+    /// type, one task or several) measured faster on this CPU, the two
+    /// taking turns, `packed` first, until each has been timed twice;
+    /// otherwise, and while the call's word loop is being timed, in place
+    /// where a strip of an eighth of L2 would span the whole row, packed
+    /// elsewhere.
+    #[default]
+    Auto,
+    /// Copy each tile of columns into a contiguous strip, then gather.
+    Packed,
+    /// Gather from the plane where it lies, the next plane asked for a
+    /// piece per row.
+    InPlace,
+}
+
 pub(super) const STORES: [(Stores, &str); 3] = [
     (Stores::Auto, "auto"),
     (Stores::Cached, "cached"),
@@ -174,4 +196,9 @@ pub(super) const BLOCK_PREFETCHES: [(BlockPrefetch, &str); 3] = [
     (BlockPrefetch::Auto, "auto"),
     (BlockPrefetch::L1, "l1"),
     (BlockPrefetch::L2, "l2"),
+];
+pub(super) const PLANE_READS: [(PlaneReads, &str); 3] = [
+    (PlaneReads::Auto, "auto"),
+    (PlaneReads::Packed, "packed"),
+    (PlaneReads::InPlace, "in_place"),
 ];

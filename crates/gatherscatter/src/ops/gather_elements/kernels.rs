@@ -22,6 +22,7 @@ use std::mem::MaybeUninit;
 
 use super::last_axis::{gather_short_rows, gather_within_row, SHORT_ROW};
 use super::measured_fetch::Fetch;
+use super::measured_planes::PlaneRead;
 use super::measured_words::WordLoop;
 use super::outer_axis::{
     gather_outer_by_columns, gather_tile, gather_whole_rows, level2_tile, outer_axis_tile,
@@ -166,10 +167,9 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     // an Intel Xeon family 6 model 167 (48 KiB L1d, 2 MiB L2), float32
     // rows of 64 took L1 strips of 32 columns, packed, 4.2 / 2.2 ms on one /
     // two threads against 2.6 / 1.4 in place (by int32 indices 3.3 / 1.8
-    // against 1.9 / 1.1).
+    // against 1.9 / 1.1). That is the rule where the calls are not timed
+    // (`plane_reads`, [`super::measured_planes`]).
     let whole_row_tile = level2_tile::<W>(rule.size) >= row_len;
-    let in_place = packs && whole_row_tile && !by_columns;
-    let packed = packs && !in_place;
     let out_bytes = std::mem::size_of_val(out);
     let row_bytes = rule.size * std::mem::size_of::<W>();
     let axis_stride = strides(data_shape)[axis];
@@ -192,6 +192,24 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         let plane_bytes = row_bytes.saturating_mul(axis_stride);
         WordLoop::<StridedRow<W, O, S::Index>>::outer_axis(knob, plane_bytes, out_bytes, tasks)
     });
+    // Both ways of reading planes are open to calls split by rows that
+    // pack; while the word loop is timed, they take the size rule.
+    let planes = (packs && !by_columns).then(|| {
+        let plane_bytes = row_bytes.saturating_mul(axis_stride);
+        let index_bytes = std::mem::size_of::<S::Index>();
+        let sizes = (std::mem::size_of::<W>(), plane_bytes, index_bytes);
+        let may_time = !strided.as_ref().is_some_and(|s| s.timed());
+        PlaneRead::choose(
+            tuning.plane_reads,
+            whole_row_tile,
+            may_time,
+            sizes,
+            out_bytes,
+            tasks,
+        )
+    });
+    let in_place = planes.as_ref().is_some_and(|p| p.in_place);
+    let packed = packs && !in_place;
     // While the loop itself is being timed, rows are read through.
     let fetch = Fetch::choose(
         tuning.row_fetch,
@@ -265,6 +283,9 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         }
         if let Some(strided) = strided {
             strided.done(out_bytes);
+        }
+        if let Some(planes) = planes {
+            planes.done(out_bytes);
         }
         if let Some(spanning) = spanning {
             spanning.done(out_bytes);

@@ -82,7 +82,8 @@ struct Args {
     /// (`stores=cached|streaming`, `word_gather=scalar|vector`,
     /// `block_order=output|source`, `bag_fold=memory|registers`,
     /// `row_fetch=read|prefetch`, `stream_fetch=ahead|hardware`,
-    /// `block_prefetch=l1|l2`, comma-separated); the default is
+    /// `block_prefetch=l1|l2`, `plane_reads=packed|in_place`,
+    /// comma-separated); the default is
     /// what that variable says, else `auto`.
     #[arg(long)]
     tuning: Option<Tuning>,
