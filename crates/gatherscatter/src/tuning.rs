@@ -10,7 +10,7 @@
 //! | knob | values | `auto` chooses by |
 //! |---|---|---|
 //! | `stores` | `cached`, `streaming` | Gather, GatherND, ScatterND (slices of 256 bytes or more), TensorScatter's copy of the past cache (fresh or into a buffer; streamed, each cache row is written once in order, windows included) and GatherElements' vector loops along the last axis: ordinary stores under 1 MiB of output or for runs under 64 bytes, streaming from a quarter of the last-level cache (save blocks of 16 KiB or more whose source and output fit in that cache together); between, what the first calls of each class of kernel, output size, run size and task count measured faster. The other kernels: the size rule alone |
-//! | `word_gather` | `scalar`, `vector` | GatherElements along the last axis (4- and 8-byte words) and along an outer one (1- to 8-byte words): for outputs from 1 MiB, what the first calls of each class of axis, word size, index type, data row or plane size and task count measured faster; for smaller calls, that verdict once made, before it a measurement of both last-axis loops on first use, per word size and index type (ties to `vector`; 1- and 2-byte words along an outer axis take `vector`) |
+//! | `word_gather` | `scalar`, `vector` | Gather's one-element blocks (4- and 8-byte words): for outputs from 1 MiB, what the first calls of each class of word size, slab size and task count measured faster, the scalar loop below. GatherElements along the last axis (4- and 8-byte words) and along an outer one (1- to 8-byte words): for outputs from 1 MiB, what the first calls of each class of axis, word size, index type, data row or plane size and task count measured faster; for smaller calls, that verdict once made, before it a measurement of both last-axis loops on first use, per word size and index type (ties to `vector`; 1- and 2-byte words along an outer axis take `vector`) |
 //! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
 //! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
 //! | `stream_fetch` | `ahead`, `hardware` | ScatterElements' row loop (and ScatterReduce's calls through it) along the last axis, outputs from 1 MiB: whether its index and update streams are asked for ahead in software or left to the hardware prefetchers, what the first calls of each class of element size, index type, index row length and task count measured faster, `ahead` only when 10% faster; `ahead` along outer axes and for smaller outputs (ScatterReduce's own kernel, for mean or without `include_self`, always asks ahead) |
@@ -51,6 +51,7 @@ pub use crate::mem::knobs::{
 pub use crate::mem::measured::CallTiming;
 use crate::mem::{cpu, measured_stores, stream};
 use crate::ops::blocks::{measured_orders, measured_prefetches, source_order_min_source_bytes};
+use crate::ops::gather::measured_element_loops;
 use crate::ops::gather_elements::word_gather;
 use crate::ops::gather_elements::{measured_fetches, measured_plane_reads, measured_word_loops};
 use crate::ops::scatter_elements::measured_stream_fetches;
@@ -144,6 +145,7 @@ pub fn report() -> Report {
             .chain(measured_prefetches())
             .chain(measured_stores::timings())
             .chain(measured_word_loops())
+            .chain(measured_element_loops())
             .chain(measured_fetches())
             .chain(measured_plane_reads())
             .chain(measured_stream_fetches())

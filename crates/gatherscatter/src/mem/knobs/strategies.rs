@@ -24,7 +24,10 @@ pub enum Stores {
 
 /// How GatherElements reads words: 4- and 8-byte ones along the last axis,
 /// 1- to 8-byte ones along an outer axis (with `i64`, `i32` or `u16`
-/// indices; other index types are widened to `i64`).
+/// indices; other index types are widened to `i64`); and how Gather copies
+/// one-element blocks (its axis the last) of 4- and 8-byte words, from
+/// outputs of 1 MiB measured per word size, slab size and task count
+/// under `Auto`, the scalar loop below.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WordGather {

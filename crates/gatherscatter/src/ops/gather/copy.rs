@@ -1,6 +1,7 @@
 //! Gather's kernels: the resolved indices turned into copies of whole
 //! blocks (the `inner` elements after the axis) from data to the output.
 
+use super::measured_elements::Elements;
 use super::GatherPlan;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -11,6 +12,7 @@ use crate::mem::prefetch;
 use crate::mem::uninit::{self, Slot};
 use crate::ops::alloc_output;
 use crate::ops::blocks;
+use crate::ops::gather_elements::word_gather::any_vector_row;
 use crate::tensor::{TypedTensor, TypedView};
 use std::mem::MaybeUninit;
 
@@ -38,7 +40,12 @@ pub(super) fn execute<T: Element>(
                 dtype: T::DTYPE,
             })?
         }
-        _ => fresh_blocks(data, resolved, plan)?,
+        _ => {
+            let elements = Elements::choose::<T>(resolved, plan);
+            let out = fresh_blocks(data, resolved, plan, elements.offsets.as_deref())?;
+            elements.chosen.done(std::mem::size_of_val(&out[..]));
+            out
+        }
     };
     writing.stores.done(std::mem::size_of_val(&out[..]));
     Ok(TypedTensor::from_parts_unchecked(plan.output_shape(), out))
@@ -50,13 +57,14 @@ fn fresh_blocks<T: Element>(
     data: TypedView<'_, T>,
     resolved: &[usize],
     plan: &GatherPlan,
+    offsets: Option<&[i32]>,
 ) -> Result<Vec<T>> {
     if plan.output_len == 0 {
         return Ok(Vec::new());
     }
     let words = T::as_words(data.data());
     let write = |out: &mut [MaybeUninit<T::Word>]| {
-        copy_blocks(words, resolved, plan, out)
+        copy_blocks(words, resolved, plan, offsets, out)
             .then_some(())
             .ok_or(())
     };
@@ -69,7 +77,7 @@ fn fresh_blocks<T: Element>(
         // indices) a walk that stopped short: the zeroed path is always safe.
         Some(Err(())) | None => {
             let mut out = alloc_output::<T>(plan.output_len)?;
-            copy_blocks(words, resolved, plan, T::as_words_mut(&mut out));
+            copy_blocks(words, resolved, plan, offsets, T::as_words_mut(&mut out));
             Ok(out)
         }
     }
@@ -177,12 +185,15 @@ pub(super) fn fill<T: Element>(
     if streamed.is_none() {
         // Copy-only: the kernel moves same-width words, so f32/i32/u32 share
         // code. (A caller's buffer is initialised whether or not the walk ends.)
+        let elements = Elements::choose::<T>(resolved, plan);
         copy_blocks(
             T::as_words(data.data()),
             resolved,
             plan,
+            elements.offsets.as_deref(),
             T::as_words_mut(out),
         );
+        elements.chosen.done(out_bytes);
     }
     writing.stores.done(out_bytes);
 }
@@ -193,16 +204,17 @@ pub(super) fn fill<T: Element>(
 /// Requires a non-empty output, hence every count non-zero, and indices
 /// already resolved into `[0, axis_size)`.
 /// Returns whether every block was written (always, for a consistent plan).
-fn copy_blocks<W: Clone + Send + Sync, O: Slot<W>>(
+fn copy_blocks<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static>(
     data: &[W],
     resolved: &[usize],
     plan: &GatherPlan,
+    offsets: Option<&[i32]>,
     out: &mut [O],
 ) -> bool {
     let blocks = out.len() / plan.inner;
     let per_task = blocks.div_ceil(parallel::tasks(std::mem::size_of_val(out), blocks));
     let walked = parallel::try_for_each_chunk(out, per_task * plan.inner, |task, dst| {
-        copy_block_range(data, resolved, plan, task * per_task, dst)
+        copy_block_range(data, resolved, plan, offsets, task * per_task, dst)
             .then_some(())
             .ok_or(())
     });
@@ -211,10 +223,11 @@ fn copy_blocks<W: Clone + Send + Sync, O: Slot<W>>(
 
 /// Fill `dst` with the output blocks starting at block `first`; whether
 /// all of `dst` was reached.
-fn copy_block_range<W: Clone, O: Slot<W>>(
+fn copy_block_range<W: Clone + 'static, O: Slot<W> + 'static>(
     data: &[W],
     resolved: &[usize],
     plan: &GatherPlan,
+    offsets: Option<&[i32]>,
     first: usize,
     dst: &mut [O],
 ) -> bool {
@@ -222,7 +235,7 @@ fn copy_block_range<W: Clone, O: Slot<W>>(
     // block) costs most: copy them with loops of a constant length, which
     // the compiler turns into a few moves.
     match plan.inner {
-        1 => copy_elements(data, resolved, plan, first, dst),
+        1 => copy_elements(data, resolved, plan, offsets, first, dst),
         2 => copy_fixed_blocks::<W, O, 2>(data, resolved, plan, first, dst),
         3 => copy_fixed_blocks::<W, O, 3>(data, resolved, plan, first, dst),
         4 => copy_fixed_blocks::<W, O, 4>(data, resolved, plan, first, dst),
@@ -267,6 +280,8 @@ fn source_blocks<'a>(
 struct SlabRun<'a, 'd, W, O> {
     out: &'a mut [O],
     indices: &'a [usize],
+    /// Where `indices` start in the call's resolved indices.
+    at: usize,
     slab: &'d [W],
     next: &'d [W],
 }
@@ -304,6 +319,7 @@ fn for_each_slab_run<'d, W, O>(
         run(SlabRun {
             out,
             indices: &indices[..take],
+            at: batch * ipb + j,
             slab: slab_data_now,
             next: slab_data(slab + 1).unwrap_or(&[]),
         });
@@ -403,15 +419,28 @@ fn copy_fixed_blocks<W: Clone, O: Slot<W>, const N: usize>(
 /// outputs on one thread ran 1.7-2.7x slower with them (int8 32 -> 12 ms,
 /// float64 5.8 -> 3.5 ms), and 1.4x slower without the next-slab prefetch
 /// (4- and 8-byte elements), on AMD EPYC family 25 model 1.
-fn copy_elements<W: Clone, O: Slot<W>>(
+fn copy_elements<W: Clone + 'static, O: Slot<W> + 'static>(
     data: &[W],
     resolved: &[usize],
     plan: &GatherPlan,
+    offsets: Option<&[i32]>,
     first: usize,
     dst: &mut [O],
 ) -> bool {
+    // The AVX2 gathers, where the call chose them: each slab's run in
+    // groups, its next slab asked for as they go; the scalar loop below
+    // takes the tail.
+    let vector = offsets.zip(any_vector_row::<W, O, i32>());
     let per_line = prefetch::per_line::<W>();
     for_each_slab_run(data, resolved, plan, first, dst, |run| {
+        if let Some((offsets, kernel)) = vector {
+            let at = offsets
+                .get(run.at..run.at + run.indices.len())
+                .unwrap_or(&[]);
+            let written = kernel(run.slab, run.next, at, 0, run.out, false);
+            O::gather_each(&mut run.out[written..], run.slab, &run.indices[written..]);
+            return;
+        }
         // One line of the next slab every `step` elements, not all its
         // lines in one burst before the loop: a burst fills the core's
         // miss slots and the rest of it is lost. W3 (1,024 of each 16 KiB

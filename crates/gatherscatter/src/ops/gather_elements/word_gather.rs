@@ -23,7 +23,7 @@ use crate::mem::uninit::Slot;
 /// asked) for a prefix of `dst`, asking for the second slice (the next
 /// row, or none) into cache as it goes, and returns the prefix's length
 /// (0 when the CPU cannot run it). See [`super::avx2`].
-pub(super) type VectorRow<W, O, X> = fn(&[W], &[W], &[X], i64, &mut [O], bool) -> usize;
+pub(crate) type VectorRow<W, O, X> = fn(&[W], &[W], &[X], i64, &mut [O], bool) -> usize;
 
 /// The vector loop for words of type `W` in slots `O` and indices `X`, if
 /// there is one and `choice` takes it: 4- and 8-byte words (f32, i32, u32,
@@ -45,7 +45,10 @@ pub(super) fn vector_row<W: 'static, O: 'static, X: 'static>(
     taken.then_some(kernel)
 }
 
-fn any_vector_row<W: 'static, O: 'static, X: 'static>() -> Option<VectorRow<W, O, X>> {
+/// The vector loop for words `W` in slots `O` and indices `X` whatever the
+/// knob says, if there is one (Gather's one-element blocks measure their
+/// own choice).
+pub(crate) fn any_vector_row<W: 'static, O: 'static, X: 'static>() -> Option<VectorRow<W, O, X>> {
     match std::mem::size_of::<X>() {
         8 => vector_row_for::<W, O, X, i64>(),
         4 => vector_row_for::<W, O, X, i32>(),

@@ -1,6 +1,6 @@
 use super::*;
 use crate::mem::cpu::last_level_cache_bytes;
-use crate::mem::knobs::{self, Stores};
+use crate::mem::knobs::{self, Stores, Tuning, WordGather};
 use crate::mem::stream::streaming_min_bytes;
 use crate::Complex64;
 use crate::{Gather, Tensor};
@@ -112,6 +112,29 @@ fn fresh_and_caller_outputs_of_every_block_length_are_written_in_full() {
     check([9, 5, 1], 37, |k| k as f32);
     check([9, 5, 1], 37, |k| k as f64);
     check([9, 5, 1], 37, |k| k.to_string());
+}
+
+/// One-element blocks of 4- and 8-byte words under each `word_gather`:
+/// the AVX2 gathers (where the CPU has them; under Miri, when compiled in)
+/// write what the scalar loop writes, with a part group at each end of a
+/// slab's run and, in the larger case, runs that start where a task's
+/// share begins.
+#[test]
+fn gather_vector_elements_write_what_the_scalar_loop_writes() {
+    let mut cases = vec![([9, 5, 1], 37), ([3, 300, 1], 300), ([40, 17, 1], 13)];
+    if !cfg!(miri) {
+        cases.push(([64, 1000, 1], 1021));
+    }
+    for word_gather in [WordGather::Scalar, WordGather::Vector, WordGather::Auto] {
+        knobs::scoped(Tuning::AUTO.with_word_gather(word_gather), || {
+            for &(shape, count) in &cases {
+                check(shape, count, |k| k as f32);
+                check(shape, count, |k| k as f64);
+                check(shape, count, |k| k as i32 - 50);
+                check(shape, count, |k| u64::MAX - k as u64);
+            }
+        });
+    }
 }
 
 /// Under `auto`, outputs from 1 MiB up to the streaming threshold, and
