@@ -123,6 +123,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // import fails instead, naming it.
     tuning::Tuning::from_env().map_err(to_py_err)?;
     gatherscatter_threads::pinning_from_env().map_err(pyo3::exceptions::PyValueError::new_err)?;
+    threads::configure_spin()?;
     // Another copy of this module in the process may have started the
     // global pool already; it then stays as it is.
     let _ = gatherscatter_threads::configure_global();

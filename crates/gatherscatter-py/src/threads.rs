@@ -4,8 +4,9 @@
 //! after the first. A pool with a thread per CPU keeps each worker on its
 //! own CPU (`gatherscatter-threads`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -69,10 +70,23 @@ pub(crate) fn pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> 
     Ok(Some(pool))
 }
 
-/// Run `f` on `pool` (or the global pool).
+/// How long the workers keep looking for the next call after one, in
+/// microseconds (`GATHERSCATTER_SPIN_US`, read at import).
+static SPIN_MICROS: AtomicU64 = AtomicU64::new(0);
+
+/// Read `GATHERSCATTER_SPIN_US` (the import fails on a value it refuses).
+pub(crate) fn configure_spin() -> PyResult<()> {
+    let time = gatherscatter_threads::spin_from_env().map_err(PyValueError::new_err)?;
+    let micros = u64::try_from(time.as_micros()).unwrap_or(u64::MAX);
+    SPIN_MICROS.store(micros, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Run `f` on `pool` (or the global pool), then leave the pool's workers
+/// looking for work a while: this thread waits outside the pool, and calls
+/// made in a row would otherwise each wait for the workers to wake
+/// (`gatherscatter-threads`, `run_then_spin`).
 pub(crate) fn run<R: Send>(pool: Option<&ThreadPool>, f: impl FnOnce() -> R + Send) -> R {
-    match pool {
-        Some(pool) => pool.install(f),
-        None => f(),
-    }
+    let spin = Duration::from_micros(SPIN_MICROS.load(Ordering::Relaxed));
+    gatherscatter_threads::run_then_spin(pool, spin, f)
 }

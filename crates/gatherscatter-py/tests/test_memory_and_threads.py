@@ -154,3 +154,38 @@ def test_calls_of_every_size_give_numpys_result_on_any_thread_count(rows, thread
     np.add.at(expected, (targets, np.arange(1024)), updates)
     got = gs.scatter_elements(data, targets, updates, axis=0, reduction="add", threads=threads)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+SPIN_SCRIPT = textwrap.dedent("""
+    import hashlib, time
+    import numpy as np
+    import gatherscatter as gs
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((512, 1024)).astype(np.float32)
+    idx = rng.integers(-512, 512, 2048)
+    digest = hashlib.sha256()
+    for round in range(30):
+        if round % 10 == 9:
+            time.sleep(0.001)   # past the spin: the workers have gone to sleep
+        for threads in (2, None):
+            digest.update(gs.gather(data, idx, threads=threads).tobytes())
+    print(digest.hexdigest())
+""")
+
+
+def test_calls_in_a_row_on_a_pool_give_the_same_results_whether_workers_spin_or_not():
+    env = {k: v for k, v in __import__("os").environ.items() if k != "GATHERSCATTER_SPIN_US"}
+    digests = []
+    for spin in (None, "0", "100000"):
+        run_env = env if spin is None else {**env, "GATHERSCATTER_SPIN_US": spin}
+        run = subprocess.run([sys.executable, "-c", SPIN_SCRIPT], capture_output=True,
+                             text=True, env=run_env, timeout=120)
+        assert run.returncode == 0, run.stderr
+        digests.append(run.stdout.strip())
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((512, 1024)).astype(np.float32)
+    idx = rng.integers(-512, 512, 2048)
+    expected = __import__("hashlib").sha256()
+    for _ in range(60):
+        expected.update(np.take(data, idx, axis=0).tobytes())
+    assert digests == [expected.hexdigest()] * 3

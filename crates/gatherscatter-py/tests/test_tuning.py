@@ -120,3 +120,12 @@ def test_a_pinning_variable_that_does_not_parse_fails_the_import_naming_it():
     assert 'GATHERSCATTER_PIN_THREADS="no"' in run.stderr
     for value in ("0", "1"):
         assert import_with("GATHERSCATTER_PIN_THREADS", value).returncode == 0
+
+
+def test_a_spin_variable_that_does_not_parse_fails_the_import_naming_it():
+    for bad in ("fast", "-1", "1.5", "100001"):
+        run = import_with("GATHERSCATTER_SPIN_US", bad)
+        assert run.returncode != 0
+        assert f'GATHERSCATTER_SPIN_US="{bad}"' in run.stderr
+    for value in ("0", "200", "100000"):
+        assert import_with("GATHERSCATTER_SPIN_US", value).returncode == 0

@@ -19,7 +19,15 @@
 //! CPUs. `GATHERSCATTER_PIN_THREADS=0` turns pinning off (`1`, or unset,
 //! leaves it on); any other value is refused by [`pinning_from_env`],
 //! which the programs call at start-up.
+//!
+//! A caller outside the pool can also have the workers keep looking for
+//! work a short while after each call ([`run_then_spin`]), so the next call
+//! does not wait for them to wake.
 #![deny(unsafe_op_in_unsafe_fn)]
+
+mod spin;
+
+pub use spin::{run_then_spin, spin, spin_from_env, DEFAULT_SPIN, MAX_SPIN, SPIN_VARIABLE};
 
 use rayon::{ThreadPool, ThreadPoolBuildError, ThreadPoolBuilder};
 
