@@ -7,9 +7,14 @@
 //! much of a shared last-level cache a process really gets: both write the
 //! same result, so the choice changes only the time. It costs two clock
 //! reads a call, and is used only for calls that move megabytes.
+//!
+//! Each measured choice hands its kernel a [`Pick`]: the strategy, and
+//! while the class is measuring the start of the call's timing, which
+//! [`Pick::done`] adds to the class's table when the call has written its
+//! output.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Timed calls of each strategy before a class's choice is fixed.
 pub(crate) const SAMPLES: u32 = 2;
@@ -208,6 +213,87 @@ impl<const N: usize> TwoWays<N> {
     }
 }
 
+/// A table a timed call's time joins ([`TwoWays`], whatever its size).
+trait Record: Sync {
+    fn record(&self, slot: usize, second: bool, bytes: usize, elapsed: Duration);
+}
+
+impl<const N: usize> Record for TwoWays<N> {
+    fn record(&self, slot: usize, second: bool, bytes: usize, elapsed: Duration) {
+        TwoWays::record(self, slot, second, bytes, elapsed);
+    }
+}
+
+/// One call's strategy, and, while the call's class is still measuring,
+/// the start of the call's timing: what each measured choice hands its
+/// kernel, which reports back with [`Pick::done`].
+pub(crate) struct Pick {
+    /// Whether the call takes the second strategy.
+    pub second: bool,
+    timing: Option<(&'static dyn Record, usize, Instant)>,
+}
+
+impl Pick {
+    /// A strategy fixed for the call: forced by a knob, or outside the
+    /// measured range.
+    pub(crate) const fn fixed(second: bool) -> Pick {
+        Pick {
+            second,
+            timing: None,
+        }
+    }
+
+    /// The strategy of a call of class `slot` in `table` under `auto`: the
+    /// class's verdict once it has one; before that, when `may_time` (not
+    /// while another of the call's strategies is timed, so that two
+    /// measurements do not mix), the strategy its measurement takes next,
+    /// timed; otherwise `unmeasured()`.
+    pub(crate) fn measured<const N: usize>(
+        table: &'static TwoWays<N>,
+        slot: usize,
+        may_time: bool,
+        unmeasured: impl FnOnce() -> bool,
+    ) -> Pick {
+        if table.settled(slot) {
+            return Pick::fixed(table.second(slot));
+        }
+        if !may_time {
+            return Pick::fixed(unmeasured());
+        }
+        Pick {
+            second: table.second(slot),
+            timing: Some((table, slot, Instant::now())),
+        }
+    }
+
+    /// Whether this call's time joins a measurement.
+    pub(crate) fn is_timed(&self) -> bool {
+        self.timing.is_some()
+    }
+
+    /// The slot of the class this call's time joins, if it is timed.
+    #[cfg(test)]
+    pub(crate) fn timed_slot(&self) -> Option<usize> {
+        self.timing.map(|(_, slot, _)| slot)
+    }
+
+    /// The call has written `out_bytes`: its time joins its class's.
+    pub(crate) fn done(self, out_bytes: usize) {
+        if let Some((table, slot, started)) = self.timing {
+            table.record(slot, self.second, out_bytes, started.elapsed());
+        }
+    }
+}
+
+impl std::fmt::Debug for Pick {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pick")
+            .field("second", &self.second)
+            .field("timed", &self.is_timed())
+            .finish()
+    }
+}
+
 /// Sizes by powers of two from `2^min_log2` on, in `classes` classes; the
 /// first and the last also hold everything below and above.
 #[derive(Clone, Copy, Debug)]
@@ -340,6 +426,30 @@ mod tests {
         // Untimed, the first strategy's best is u64::MAX: no overflow.
         let fresh = TwoWays::<1>::keeping_the_first_within(10);
         assert!(!fresh.second(0));
+    }
+
+    #[test]
+    fn a_pick_is_timed_until_its_class_settles_then_takes_the_verdict() {
+        static TABLE: TwoWays<2> = TwoWays::new();
+        let mut taken = Vec::new();
+        for elapsed in [9, 7, 8, 6] {
+            let pick = Pick::measured(&TABLE, 1, true, || unreachable!());
+            assert!(pick.is_timed());
+            taken.push(pick.second);
+            // Time as if the call had taken `elapsed` ms.
+            let (table, slot, _) = pick.timing.unwrap();
+            table.record(slot, pick.second, 1 << 20, Duration::from_millis(elapsed));
+        }
+        assert_eq!(taken, [false, true, false, true]);
+        let settled = Pick::measured(&TABLE, 1, true, || unreachable!());
+        assert!(settled.second && !settled.is_timed());
+        // Not allowed to time, an unsettled class takes what it is told.
+        let held = Pick::measured(&TABLE, 0, false, || true);
+        assert!(held.second && !held.is_timed());
+        let fixed = Pick::fixed(false);
+        assert!(!fixed.second && !fixed.is_timed());
+        fixed.done(1 << 20);
+        assert_eq!(TABLE.timed().len(), 1);
     }
 
     #[test]

@@ -26,11 +26,9 @@
 //! (family 26 model 2) with the same L3 ordinary stores won (0.43 ms
 //! against 0.49).
 
-use std::time::Instant;
-
 use super::cpu::last_level_cache_bytes;
 use super::knobs::{self, Stores};
-use super::measured::{CallTiming, Log2Classes, SizeClasses, TwoWays};
+use super::measured::{CallTiming, Log2Classes, Pick, SizeClasses, TwoWays};
 use super::stream::{streaming_min_bytes, STREAMING_MIN_RUN};
 
 /// Outputs under this size take ordinary stores under `auto`, unmeasured:
@@ -147,19 +145,12 @@ fn table(writer: Writer) -> &'static TwoWays<{ CLASSES.len() }> {
 
 /// The stores one call takes, and its place in its class's measurement.
 #[derive(Debug)]
-pub(crate) struct StoreChoice {
-    /// Streaming (non-temporal) stores rather than ordinary ones.
-    pub streaming: bool,
-    timing: Option<(Writer, usize, Instant)>,
-}
+pub(crate) struct StoreChoice(Pick);
 
 impl StoreChoice {
     /// Ordinary stores, untimed: for calls whose stores make no choice
     /// (empty outputs, elements that are not plain bytes).
-    pub(crate) const ORDINARY: StoreChoice = StoreChoice {
-        streaming: false,
-        timing: None,
-    };
+    pub(crate) const ORDINARY: StoreChoice = StoreChoice(Pick::fixed(false));
 
     /// The stores of a call of `writer` with `sizes` under `stores`. Under
     /// `auto`, a call in the measured range takes its class's verdict once
@@ -177,10 +168,7 @@ impl StoreChoice {
         tasks: impl FnOnce() -> usize,
         may_time: bool,
     ) -> Self {
-        let fixed = |streaming| StoreChoice {
-            streaming,
-            timing: None,
-        };
+        let fixed = |streaming| StoreChoice(Pick::fixed(streaming));
         match stores {
             Stores::Cached => return fixed(false),
             Stores::Streaming => return fixed(true),
@@ -189,35 +177,28 @@ impl StoreChoice {
         if let Some(streaming) = auto_by_size(sizes) {
             return fixed(streaming);
         }
-        let by_size = sizes.out_bytes >= streaming_min_bytes();
+        let by_size = || sizes.out_bytes >= streaming_min_bytes();
         if cfg!(miri) {
-            return fixed(by_size);
+            return fixed(by_size());
         }
         let slot = CLASSES.slot(sizes.out_bytes, sizes.run_bytes, tasks());
-        let measured = table(writer);
-        if measured.settled(slot) {
-            return fixed(measured.second(slot));
-        }
-        if !may_time {
-            return fixed(by_size);
-        }
-        StoreChoice {
-            streaming: measured.second(slot),
-            timing: Some((writer, slot, Instant::now())),
-        }
+        StoreChoice(Pick::measured(table(writer), slot, may_time, by_size))
+    }
+
+    /// Streaming (non-temporal) stores rather than ordinary ones.
+    pub(crate) fn streaming(&self) -> bool {
+        self.0.second
     }
 
     /// Whether this call's time joins a measurement (other strategies of
     /// the call then keep their defaults, so that measurements do not mix).
     pub(crate) fn is_timed(&self) -> bool {
-        self.timing.is_some()
+        self.0.is_timed()
     }
 
     /// The call has written `out_bytes`: its time joins its class's.
     pub(crate) fn done(self, out_bytes: usize) {
-        if let Some((writer, slot, started)) = self.timing {
-            table(writer).record(slot, self.streaming, out_bytes, started.elapsed());
-        }
+        self.0.done(out_bytes);
     }
 }
 
@@ -301,12 +282,12 @@ mod tests {
     fn a_forced_knob_is_never_timed_and_auto_times_only_when_allowed() {
         let call = sizes(streaming_min_bytes() - 1, 4096, 0);
         let forced = StoreChoice::choose(Writer::NdSlices, Stores::Streaming, call, || 1, true);
-        assert!(forced.streaming && !forced.is_timed());
+        assert!(forced.streaming() && !forced.is_timed());
         let forced = StoreChoice::choose(Writer::NdSlices, Stores::Cached, call, || 1, true);
-        assert!(!forced.streaming && !forced.is_timed());
+        assert!(!forced.streaming() && !forced.is_timed());
         // Not allowed to time: the size rule (ordinary stores below it).
         let held = StoreChoice::choose(Writer::NdSlices, Stores::Auto, call, || 1, false);
-        assert!(!held.streaming && !held.is_timed());
+        assert!(!held.streaming() && !held.is_timed());
         let timed = StoreChoice::choose(Writer::NdSlices, Stores::Auto, call, || 1, true);
         assert_eq!(timed.is_timed(), !cfg!(miri));
     }

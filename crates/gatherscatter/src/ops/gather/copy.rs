@@ -147,7 +147,7 @@ impl Writing {
         let stores = stores_in_force(out_bytes);
         let stores = StoreChoice::choose(Writer::Blocks, stores, sizes, tasks, true);
         Writing {
-            streamed_block_bytes: stores.streaming.then_some(block_bytes),
+            streamed_block_bytes: stores.streaming().then_some(block_bytes),
             stores,
         }
     }

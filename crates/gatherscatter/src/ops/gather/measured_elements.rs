@@ -14,13 +14,11 @@
 //! 4), AVX2 gathers ran 5x slower than the scalar loop (1.84 against 10.6
 //! ms, 2026-12-04).
 
-use std::time::Instant;
-
 use super::GatherPlan;
 use crate::dtype::Element;
 use crate::mem::cpu::avx2_available;
 use crate::mem::knobs::{self, WordGather};
-use crate::mem::measured::{CallTiming, Log2Classes, SizeClasses, TwoWays};
+use crate::mem::measured::{CallTiming, Log2Classes, Pick, SizeClasses, TwoWays};
 use crate::mem::parallel;
 use crate::ops::gather_elements::word_gather::vector_far_behind;
 
@@ -44,13 +42,9 @@ const MEASURED_MIN_OUTPUT: usize = 1 << 20;
 /// This process's measurements: the scalar loop first, the vector second.
 static MEASURED: TwoWays<{ CLASSES.len() }> = TwoWays::new();
 
-/// One call's loop for one-element blocks, and the class whose
-/// measurement the call's time joins, if any.
-pub(super) struct ElementLoop {
-    /// The AVX2 gathers rather than the scalar loop.
-    pub vector: bool,
-    timing: Option<(usize, Instant)>,
-}
+/// One call's loop for one-element blocks, and its place in its class's
+/// measurement.
+pub(super) struct ElementLoop(Pick);
 
 impl ElementLoop {
     /// The loop for a call copying one-element blocks of `word` bytes
@@ -65,10 +59,7 @@ impl ElementLoop {
         out_bytes: usize,
         tasks: usize,
     ) -> ElementLoop {
-        let fixed = |vector| ElementLoop {
-            vector,
-            timing: None,
-        };
+        let fixed = |vector| ElementLoop(Pick::fixed(vector));
         let possible =
             matches!(word, 4 | 8) && i32::try_from(axis_size).is_ok() && avx2_available();
         match knob {
@@ -82,24 +73,25 @@ impl ElementLoop {
             _ if vector_far_behind(word, 4) => fixed(false),
             _ => {
                 let slot = CLASSES.slot(word, slab_bytes, tasks);
-                let vector = MEASURED.second(slot);
-                let timing = (!MEASURED.settled(slot)).then(|| (slot, Instant::now()));
-                ElementLoop { vector, timing }
+                ElementLoop(Pick::measured(&MEASURED, slot, true, || false))
             }
         }
+    }
+
+    /// The AVX2 gathers rather than the scalar loop.
+    pub(super) fn vector(&self) -> bool {
+        self.0.second
     }
 
     /// Whether this call's time joins a measurement.
     #[cfg(test)]
     fn timed(&self) -> bool {
-        self.timing.is_some()
+        self.0.is_timed()
     }
 
     /// The call has written `out_bytes`: its time joins its class's.
     pub(super) fn done(self, out_bytes: usize) {
-        if let Some((slot, started)) = self.timing {
-            MEASURED.record(slot, self.vector, out_bytes, started.elapsed());
-        }
+        self.0.done(out_bytes);
     }
 }
 
@@ -123,15 +115,12 @@ impl Elements {
                 let sizes = (word, plan.axis_size.saturating_mul(word), plan.axis_size);
                 ElementLoop::choose(knobs::in_force().word_gather, sizes, out_bytes, tasks)
             }
-            _ => ElementLoop {
-                vector: false,
-                timing: None,
-            },
+            _ => ElementLoop(Pick::fixed(false)),
         };
         // Every resolved index is below the axis size, which fits `i32`
         // when the vector loop is chosen.
         let offsets = chosen
-            .vector
+            .vector()
             .then(|| resolved.iter().map(|&i| i as i32).collect());
         Elements { chosen, offsets }
     }
@@ -164,7 +153,7 @@ mod tests {
         let measured = ElementLoop::choose(WordGather::Auto, (4, 1 << 10, 256), 16 << 20, 1);
         let timed = avx2 && !cfg!(miri) && !vector_far_behind(4, 4);
         assert_eq!(measured.timed(), timed);
-        assert!(!measured.vector, "the scalar loop is timed first");
+        assert!(!measured.vector(), "the scalar loop is timed first");
         for unmeasured in [
             ElementLoop::choose(WordGather::Auto, (4, 1 << 10, 256), 1 << 10, 1),
             ElementLoop::choose(WordGather::Auto, (2, 1 << 10, 512), 16 << 20, 1),
@@ -172,10 +161,10 @@ mod tests {
             ElementLoop::choose(WordGather::Vector, (4, 1 << 40, 1 << 38), 16 << 20, 1),
             ElementLoop::choose(WordGather::Scalar, (8, 1 << 10, 128), 16 << 20, 2),
         ] {
-            assert!(!unmeasured.vector && !unmeasured.timed());
+            assert!(!unmeasured.vector() && !unmeasured.timed());
         }
         let forced = ElementLoop::choose(WordGather::Vector, (8, 1 << 10, 128), 1 << 10, 2);
-        assert_eq!(forced.vector, avx2);
+        assert_eq!(forced.vector(), avx2);
         assert_eq!(
             describe(CLASSES.slot(4, 1 << 10, 1)),
             "Gather 4-byte elements from 1 KiB slabs, one task"

@@ -208,7 +208,7 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
             tasks,
         )
     });
-    let in_place = planes.as_ref().is_some_and(|p| p.in_place);
+    let in_place = planes.as_ref().is_some_and(|p| p.in_place());
     let packed = packs && !in_place;
     // While the loop itself is being timed, rows are read through.
     let fetch = Fetch::choose(
@@ -239,9 +239,9 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         row_len,
         axis_stride,
         innermost,
-        streaming: stores.streaming,
+        streaming: stores.streaming(),
         vector,
-        prefetch_next: fetch.prefetch,
+        prefetch_next: fetch.prefetch(),
         tile: outer_axis_tile::<W>(rule.size, row_len, packed),
         packed,
         plane_ahead: match in_place {

@@ -14,10 +14,8 @@
 //! through 23.9-24.8 ms, next row prefetched into L1 a line every 16
 //! elements 20.1-21.4, into L2 20.9-24.7, two rows ahead 22.1-23.5.
 
-use std::time::Instant;
-
 use crate::mem::knobs::RowFetch;
-use crate::mem::measured::{CallTiming, TwoWays};
+use crate::mem::measured::{CallTiming, Pick, TwoWays};
 
 /// Row size classes: 8 KiB to 128 KiB by powers of two.
 const MIN_ROW_LOG2: u32 = 13;
@@ -68,13 +66,8 @@ impl Class {
 }
 
 /// One call's choice: whether the vector loops prefetch the next row, and
-/// the class whose measurement the call's time joins, if any.
-pub(super) struct Fetch {
-    /// The vector loops ask for the next row instead of reading each row
-    /// through first.
-    pub prefetch: bool,
-    timing: Option<(Class, Instant)>,
-}
+/// its place in its class's measurement.
+pub(super) struct Fetch(Pick);
 
 impl Fetch {
     /// The choice for a call gathering along the last axis from rows of
@@ -103,32 +96,27 @@ impl Fetch {
         };
         let measured = knob == RowFetch::Auto && out_bytes >= MEASURED_MIN_OUTPUT && !cfg!(miri);
         match (knob, class) {
-            // A class with its verdict is no longer timed.
-            (RowFetch::Auto, Some(class)) if measured && MEASURED.settled(class.slot()) => Fetch {
-                prefetch: MEASURED.second(class.slot()),
-                timing: None,
-            },
-            (RowFetch::Auto, Some(class)) if measured => Fetch {
-                prefetch: MEASURED.second(class.slot()),
-                timing: Some((class, Instant::now())),
-            },
-            (knob, _) => Fetch {
-                prefetch: knob == RowFetch::Prefetch,
-                timing: None,
-            },
+            (RowFetch::Auto, Some(class)) if measured => {
+                Fetch(Pick::measured(&MEASURED, class.slot(), true, || false))
+            }
+            (knob, _) => Fetch(Pick::fixed(knob == RowFetch::Prefetch)),
         }
+    }
+
+    /// The vector loops ask for the next row instead of reading each row
+    /// through first.
+    pub(super) fn prefetch(&self) -> bool {
+        self.0.second
     }
 
     /// Whether this call's time joins a measurement.
     pub(super) fn timed(&self) -> bool {
-        self.timing.is_some()
+        self.0.is_timed()
     }
 
     /// The call has written `out_bytes`: its time joins its class's.
     pub(super) fn done(self, out_bytes: usize) {
-        if let Some((class, started)) = self.timing {
-            MEASURED.record(class.slot(), self.prefetch, out_bytes, started.elapsed());
-        }
+        self.0.done(out_bytes);
     }
 }
 
@@ -146,12 +134,12 @@ mod tests {
     fn auto_measures_vector_rows_of_8_to_128_kib_and_the_knob_forces_either_way() {
         let w4 = Fetch::choose(RowFetch::Auto, true, (16 << 10, 8), 64 << 20, 1);
         // Miri's clock is virtual: nothing is measured there, and auto reads rows through.
-        match w4.timing {
-            Some((class, _)) => {
+        match w4.0.timed_slot().map(Class::from_slot) {
+            Some(class) => {
                 assert_eq!(class.describe(), "16 KiB rows by 8-byte indices, one task");
-                assert!(!w4.prefetch, "read is timed first");
+                assert!(!w4.prefetch(), "read is timed first");
             }
-            None => assert!(cfg!(miri) && !w4.prefetch, "W4 is measured outside Miri"),
+            None => assert!(cfg!(miri) && !w4.prefetch(), "W4 is measured outside Miri"),
         }
         for unmeasured in [
             Fetch::choose(RowFetch::Auto, false, (16 << 10, 8), 64 << 20, 1),
@@ -161,10 +149,10 @@ mod tests {
             Fetch::choose(RowFetch::Auto, true, (16 << 10, 8), 1 << 10, 1),
             Fetch::choose(RowFetch::Read, true, (16 << 10, 8), 64 << 20, 1),
         ] {
-            assert!(!unmeasured.prefetch && unmeasured.timing.is_none());
+            assert!(!unmeasured.prefetch() && !unmeasured.0.is_timed());
         }
         let forced = Fetch::choose(RowFetch::Prefetch, true, (16 << 10, 4), 64 << 20, 2);
-        assert!(forced.prefetch && forced.timing.is_none());
+        assert!(forced.prefetch() && !forced.0.is_timed());
         for slot in 0..CLASSES {
             assert_eq!(Class::from_slot(slot).slot(), slot);
         }

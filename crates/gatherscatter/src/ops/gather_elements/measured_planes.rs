@@ -13,11 +13,9 @@
 //! 19.1-20.8 / 8.1-8.6 against 15.0-15.7 / 8.3-10.0; float16 7.05-7.33 /
 //! 3.56-3.61 against 7.19-9.72 / 3.20-3.43. No size rule gets all three.
 
-use std::time::Instant;
-
 use crate::mem::cpu;
 use crate::mem::knobs::PlaneReads;
-use crate::mem::measured::{CallTiming, TwoWays};
+use crate::mem::measured::{CallTiming, Pick, TwoWays};
 
 /// Word sizes 1 to 16 bytes, by powers of two.
 const WORD_CLASSES: usize = 5;
@@ -94,12 +92,9 @@ impl Class {
     }
 }
 
-/// One call's choice: whether the planes are read in place, and the class
-/// whose measurement the call's time joins, if any.
-pub(super) struct PlaneRead {
-    pub in_place: bool,
-    timing: Option<(Class, Instant)>,
-}
+/// One call's choice: whether the planes are read in place, and its
+/// place in its class's measurement.
+pub(super) struct PlaneRead(Pick);
 
 impl PlaneRead {
     /// The choice for a call whose planes could be packed or read in
@@ -116,10 +111,7 @@ impl PlaneRead {
         out_bytes: usize,
         tasks: usize,
     ) -> PlaneRead {
-        let fixed = |in_place| PlaneRead {
-            in_place,
-            timing: None,
-        };
+        let fixed = |in_place| PlaneRead(Pick::fixed(in_place));
         match knob {
             PlaneReads::Packed => return fixed(false),
             PlaneReads::InPlace => return fixed(true),
@@ -130,30 +122,25 @@ impl PlaneRead {
         let Some(class) = Class::of(word, plane, index, tasks > 1).filter(|_| measured) else {
             return fixed(by_size);
         };
-        let slot = class.slot();
-        if MEASURED.settled(slot) {
-            return fixed(MEASURED.second(slot));
-        }
-        if !may_time {
-            return fixed(by_size);
-        }
-        PlaneRead {
-            in_place: MEASURED.second(slot),
-            timing: Some((class, Instant::now())),
-        }
+        PlaneRead(Pick::measured(&MEASURED, class.slot(), may_time, || {
+            by_size
+        }))
+    }
+
+    /// Whether the planes are read in place rather than packed.
+    pub(super) fn in_place(&self) -> bool {
+        self.0.second
     }
 
     /// Whether this call's time joins a measurement.
     #[cfg(test)]
     fn timed(&self) -> bool {
-        self.timing.is_some()
+        self.0.is_timed()
     }
 
     /// The call has written `out_bytes`: its time joins its class's.
     pub(super) fn done(self, out_bytes: usize) {
-        if let Some((class, started)) = self.timing {
-            MEASURED.record(class.slot(), self.in_place, out_bytes, started.elapsed());
-        }
+        self.0.done(out_bytes);
     }
 }
 
@@ -176,15 +163,18 @@ mod tests {
         };
         let measured = call(PlaneReads::Auto, true, PLANE, 16 << 20);
         // Miri's clock is virtual: nothing is measured there.
-        match measured.timing {
-            Some((class, _)) => {
+        match measured.0.timed_slot().map(Class::from_slot) {
+            Some(class) => {
                 assert_eq!(
                     class.describe(),
                     "4-byte words, 64 KiB planes by 8-byte indices, one task"
                 );
-                assert!(!measured.in_place, "packed is timed first");
+                assert!(!measured.in_place(), "packed is timed first");
             }
-            None => assert!(cfg!(miri) && measured.in_place, "the size rule under Miri"),
+            None => assert!(
+                cfg!(miri) && measured.in_place(),
+                "the size rule under Miri"
+            ),
         }
         // Outside the measured range, the size rule either way.
         let beyond_l2 = 2 * cpu::core_caches().level2;
@@ -195,13 +185,13 @@ mod tests {
                 PlaneRead::choose(PlaneReads::Auto, by_size, true, (24, PLANE, 8), 16 << 20, 1),
                 PlaneRead::choose(PlaneReads::Auto, by_size, false, (2, PLANE, 4), 16 << 20, 2),
             ] {
-                assert_eq!(unmeasured.in_place, by_size);
+                assert_eq!(unmeasured.in_place(), by_size);
                 assert!(!unmeasured.timed());
             }
         }
         for (knob, in_place) in [(PlaneReads::Packed, false), (PlaneReads::InPlace, true)] {
             let forced = call(knob, !in_place, PLANE, 16 << 20);
-            assert!(forced.in_place == in_place && !forced.timed());
+            assert!(forced.in_place() == in_place && !forced.timed());
         }
         for slot in 0..CLASSES {
             assert_eq!(Class::from_slot(slot).slot(), slot);

@@ -22,14 +22,12 @@
 //! row; along an outer one, a plane (the axis times the dims after it),
 //! which decides whether its gathers hit L1, L2 or memory.
 
-use std::time::Instant;
-
 use super::word_gather::{
     measured, spanning_rows, strided_row, vector_far_behind, vector_row, SpanningRows, StridedRow,
     VectorRow,
 };
 use crate::mem::knobs::WordGather;
-use crate::mem::measured::{CallTiming, TwoWays};
+use crate::mem::measured::{CallTiming, Pick, TwoWays};
 
 /// The word sizes with a vector loop, in bytes (the last axis has loops
 /// for 4- and 8-byte words only).
@@ -146,12 +144,12 @@ impl Class {
     }
 }
 
-/// One call's loop (`K`, a [`VectorRow`] or a [`StridedRow`]), and the
-/// class whose measurement its time joins.
+/// One call's loop (`K`, a [`VectorRow`] or a [`StridedRow`]), and its
+/// place in its class's measurement.
 pub(super) struct WordLoop<K> {
     /// The vector loop, when the call takes it.
     pub vector: Option<K>,
-    timing: Option<(Class, Instant)>,
+    pick: Pick,
 }
 
 impl<W: 'static, O: 'static, X: 'static> WordLoop<VectorRow<W, O, X>> {
@@ -232,9 +230,9 @@ impl<K: Copy> WordLoop<K> {
         (first_use, sizes): (impl FnOnce() -> bool, (usize, usize)),
         out_bytes: usize,
     ) -> WordLoop<K> {
-        let untimed = |vector| WordLoop {
+        let untimed = |vector: Option<K>| WordLoop {
             vector,
-            timing: None,
+            pick: Pick::fixed(vector.is_some()),
         };
         let Some(kernel) = kernel else {
             return untimed(None);
@@ -248,15 +246,11 @@ impl<K: Copy> WordLoop<K> {
         let Some(slot) = class.map(Class::slot) else {
             return untimed(first_use().then_some(kernel));
         };
-        if MEASURED.settled(slot) {
-            return untimed(MEASURED.second(slot).then_some(kernel));
-        }
-        if out_bytes < TIMED_MIN_OUTPUT || cfg!(miri) {
-            return untimed(first_use().then_some(kernel));
-        }
+        let may_time = out_bytes >= TIMED_MIN_OUTPUT && !cfg!(miri);
+        let pick = Pick::measured(&MEASURED, slot, may_time, first_use);
         WordLoop {
-            vector: MEASURED.second(slot).then_some(kernel),
-            timing: class.map(|class| (class, Instant::now())),
+            vector: pick.second.then_some(kernel),
+            pick,
         }
     }
 
@@ -264,15 +258,12 @@ impl<K: Copy> WordLoop<K> {
     /// measured choices then stay at their defaults, so that the two
     /// measurements do not mix).
     pub(super) fn timed(&self) -> bool {
-        self.timing.is_some()
+        self.pick.is_timed()
     }
 
     /// The call has written `out_bytes`: its time joins its class's.
     pub(super) fn done(self, out_bytes: usize) {
-        if let Some((class, started)) = self.timing {
-            let vector = self.vector.is_some();
-            MEASURED.record(class.slot(), vector, out_bytes, started.elapsed());
-        }
+        self.pick.done(out_bytes);
     }
 }
 
@@ -333,7 +324,7 @@ mod tests {
         far_behind: bool,
     ) {
         let has_vector = forced[1];
-        match large.timing {
+        match large.pick.timed_slot() {
             Some(_) => assert!(large.vector.is_none(), "the scalar loop is timed first"),
             None => assert!(
                 cfg!(miri) || !has_vector || far_behind,

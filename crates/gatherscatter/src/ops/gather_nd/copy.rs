@@ -204,7 +204,7 @@ impl<'d> SliceWriting<'d> {
         // Without whole slices the stores change nothing: not timed.
         let stores = StoreChoice::choose(Writer::NdSlices, stores, sizes, tasks, whole);
         SliceWriting {
-            streamed: (stores.streaming && whole).then_some((src, block_bytes)),
+            streamed: (stores.streaming() && whole).then_some((src, block_bytes)),
             stores,
         }
     }

@@ -22,10 +22,8 @@
 //! 3.0-5.7 ahead, slower ahead in five of six, and with `ahead` kept
 //! within 10%, `auto` had kept it in cells 25-35% slower.
 
-use std::time::Instant;
-
 use crate::mem::knobs::StreamFetch;
-use crate::mem::measured::{CallTiming, TwoWays};
+use crate::mem::measured::{CallTiming, Pick, TwoWays};
 
 /// Element sizes: 1 to 16 bytes by powers of two.
 const WORD_CLASSES: usize = 5;
@@ -110,12 +108,8 @@ impl Class {
 }
 
 /// One call's choice: whether the row loop asks for its streams ahead,
-/// and the class whose measurement the call's time joins, if any.
-pub(crate) struct Streams {
-    /// The row loop prefetches the index and update streams.
-    pub ahead: bool,
-    timing: Option<(Class, Instant)>,
-}
+/// and its place in its class's measurement.
+pub(crate) struct Streams(Pick);
 
 impl Streams {
     /// The choice for a call of `word_bytes` elements by `index_bytes`
@@ -134,22 +128,21 @@ impl Streams {
         let class = index.and_then(|index| Class::new(word_bytes, index, row_len, tasks));
         let measured = along_last && out_bytes >= MEASURED_MIN_OUTPUT && !cfg!(miri);
         match (knob, class) {
-            (StreamFetch::Auto, Some(class)) if measured => Streams {
-                ahead: MEASURED.second(class.slot()),
-                timing: (!MEASURED.settled(class.slot())).then(|| (class, Instant::now())),
-            },
-            (knob, _) => Streams {
-                ahead: knob != StreamFetch::Hardware,
-                timing: None,
-            },
+            (StreamFetch::Auto, Some(class)) if measured => {
+                Streams(Pick::measured(&MEASURED, class.slot(), true, || true))
+            }
+            (knob, _) => Streams(Pick::fixed(knob != StreamFetch::Hardware)),
         }
+    }
+
+    /// The row loop prefetches the index and update streams.
+    pub(crate) fn ahead(&self) -> bool {
+        self.0.second
     }
 
     /// The call has written `out_bytes`: its time joins its class's.
     pub(crate) fn done(self, out_bytes: usize) {
-        if let Some((class, started)) = self.timing {
-            MEASURED.record(class.slot(), self.ahead, out_bytes, started.elapsed());
-        }
+        self.0.done(out_bytes);
     }
 }
 
@@ -166,16 +159,16 @@ mod tests {
     #[test]
     fn auto_measures_last_axis_calls_from_1_mib_and_the_knob_forces_either_way() {
         let call = Streams::choose(StreamFetch::Auto, (1, 8), (256, true), 16 << 20, 1);
-        match call.timing {
-            Some((class, _)) => {
+        match call.0.timed_slot().map(Class::from_slot) {
+            Some(class) => {
                 assert_eq!(
                     class.describe(),
                     "1-byte elements by 8-byte indices in rows of up to 256, one task"
                 );
-                assert!(!call.ahead, "hardware is timed first");
+                assert!(!call.ahead(), "hardware is timed first");
             }
             // Miri's clock is virtual: nothing is measured there.
-            None => assert!(cfg!(miri) && call.ahead),
+            None => assert!(cfg!(miri) && call.ahead()),
         }
         for unmeasured in [
             Streams::choose(StreamFetch::Auto, (4, 8), (256, false), 16 << 20, 1),
@@ -184,10 +177,10 @@ mod tests {
             Streams::choose(StreamFetch::Auto, (4, 1), (256, true), 16 << 20, 1),
             Streams::choose(StreamFetch::Ahead, (4, 8), (256, true), 16 << 20, 1),
         ] {
-            assert!(unmeasured.ahead && unmeasured.timing.is_none());
+            assert!(unmeasured.ahead() && !unmeasured.0.is_timed());
         }
         let forced = Streams::choose(StreamFetch::Hardware, (4, 4), (4096, true), 64 << 20, 2);
-        assert!(!forced.ahead && forced.timing.is_none());
+        assert!(!forced.ahead() && !forced.0.is_timed());
     }
 
     #[test]
@@ -214,11 +207,11 @@ mod tests {
         let mut ways = [0; 2];
         for _ in 0..2 * crate::mem::measured::SAMPLES {
             let streams = call();
-            assert_eq!(streams.timing.is_some(), !cfg!(miri));
-            ways[usize::from(streams.ahead)] += 1;
+            assert_eq!(streams.0.is_timed(), !cfg!(miri));
+            ways[usize::from(streams.ahead())] += 1;
             streams.done(4 << 20);
         }
-        assert!(call().timing.is_none());
+        assert!(!call().0.is_timed());
         if !cfg!(miri) {
             assert_eq!(ways, [2, 2], "each way timed twice");
         }

@@ -126,7 +126,7 @@ pub(crate) fn scatter<W: Clone + Send + Sync, O: Slot<W>, C: Combine<W>, X: Kern
         tasks,
     );
     let g = &Geometry {
-        stream_ahead: streams.ahead,
+        stream_ahead: streams.ahead(),
         ..Geometry::new(&data_shape, &indices_shape, g.rule)
     };
     let applied = scatter_merged::<W, O, C, X>(data, out, g, indices, updates, tasks);

@@ -143,7 +143,7 @@ impl SliceTuples {
         };
         let tasks = || parallel::tasks(out_bytes, slices);
         let stores = StoreChoice::choose(writer, stores, sizes, tasks, true);
-        if !stores.streaming {
+        if !stores.streaming() {
             return (None, stores);
         }
         match SliceTuples::table(slices, offsets, block) {

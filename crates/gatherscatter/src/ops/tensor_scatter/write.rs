@@ -32,7 +32,7 @@ pub(super) fn fresh<T: Element>(
     }
     let out_bytes = std::mem::size_of_val(past.data());
     let stores = choose_stores::<T>(plan, out_bytes);
-    if stores.streaming {
+    if stores.streaming() {
         let write = |slots: &mut [MaybeUninit<T>]| {
             let from = T::as_bytes(past.data()).ok_or(())?;
             let update = T::as_bytes(update.data()).ok_or(())?;
@@ -100,7 +100,7 @@ pub(super) fn fill<T: Element>(
     }
     let out_bytes = std::mem::size_of_val(out);
     let stores = choose_stores::<T>(plan, out_bytes);
-    if stores.streaming {
+    if stores.streaming() {
         let bytes = (T::as_bytes(past.data()), T::as_bytes(update.data()));
         if let ((Some(from), Some(window)), Some(dst)) = (bytes, T::as_bytes_mut(out)) {
             stream_rows(dst, from, window, std::mem::size_of::<T>(), positions, plan);
