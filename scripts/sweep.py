@@ -32,11 +32,11 @@ numpy `take`, `take_along_axis`, `put_along_axis` and `add.at`. A peer that
 lacks the dtype is left out of that cell. Before timing, every peer's
 result must equal gatherscatter's (sums: to the dtype's rounding). The bar
 (issue #34) is 1.5x the fastest peer. gatherscatter's timed calls start
-after the twelve on which its measured strategies (`word_gather`,
+after the eighteen on which its measured strategies (`word_gather`,
 `stores`, `block_order`, `block_prefetch`, `row_fetch`, `stream_fetch`,
 `plane_reads`) time a class of call they have not seen (up to three of
 them in turn, a Gather's stores, row order and prefetch level, or a
-GatherElements' word loop and plane reads, two calls each way), so
+GatherElements' word loop and plane reads, three calls each way), so
 each cell times the strategies kept for its class; a process pays those
 calls once per class. Each library is timed in a block of `--repeat` calls
 (its median), gatherscatter first, with a pause after onnxruntime's; the
@@ -71,9 +71,9 @@ BAR = 1.5
 # After an onnxruntime call its pool spins on; half a second gave the next
 # library its full speed back (docs/performance.md, sweep).
 ORT_SPIN_PAUSE_S = 0.5
-# Timed calls of each strategy before a measured class keeps one
-# (`crate::mem::measured::SAMPLES` in the library).
-MEASURED_SAMPLES = 2
+# Calls of each strategy in a row before a measured class keeps one
+# (`crate::mem::measured::CALLS_EACH` in the library).
+MEASURED_CALLS_EACH = 3
 # Strategies one call may time in turn, each on calls of its own (Gather's
 # stores, then row order, then row prefetch level).
 MEASURED_IN_TURN = 3
@@ -318,7 +318,7 @@ def main() -> int:
             # The calls the measured strategies time a new class on (two
             # of each way, each strategy in turn) come first, so the cell
             # times the ones kept.
-            for _ in range(MEASURED_IN_TURN * 2 * MEASURED_SAMPLES):
+            for _ in range(MEASURED_IN_TURN * 2 * MEASURED_CALLS_EACH):
                 cell.gs(threads)
             # Each library in a block, gatherscatter first, not interleaved:
             # on two vCPUs a peer's pool still spinning after its call takes

@@ -12,7 +12,8 @@
 //! - everything between, and those long in-cache blocks, is measured: the
 //!   first calls of each class (kernel, output size and run size by powers
 //!   of two, one task or several) take ordinary stores, then streaming
-//!   ones, twice each, and the class keeps the faster.
+//!   ones, three calls each in a row (the first of each uncounted), and
+//!   the class keeps the faster.
 //!
 //! Why measure: whether an output stays in cache depends on how much of a
 //! shared cache the process really gets, which the size the CPU reports

@@ -56,8 +56,8 @@ pub enum BlockOrder {
     /// of at least 256 bytes, split into few tasks. Below that, sources
     /// from 2 MiB and outputs from 1 MiB with such rows take the order that
     /// the first calls of their class (source size, row size, one task or
-    /// several) measured faster on this CPU, the two orders taking turns
-    /// until each has been timed twice; output order otherwise.
+    /// several) measured faster on this CPU, the two orders timed in
+    /// turn, three calls each in a row (the first uncounted); output order otherwise.
     #[default]
     Auto,
     /// Each task copies its rows in output order.
@@ -90,7 +90,7 @@ pub enum BagFold {
 pub enum RowFetch {
     /// The one that the first calls of each class (row size, index type,
     /// one task or several) measured faster on this CPU, the two taking
-    /// turns, `read` first, until each has been timed twice.
+    /// turns, `read` first, three calls each in a row (the first uncounted).
     #[default]
     Auto,
     /// Read the row through, a load a line, before its gathers.
@@ -111,7 +111,8 @@ pub enum StreamFetch {
     /// Along the last axis, for outputs from 1 MiB, the one that the first
     /// calls of each class (element size, index type, index row length,
     /// one task or several) measured faster on this CPU, the two taking
-    /// turns, `hardware` first, until each has been timed twice, `ahead`
+    /// turns, `hardware` first, three calls each in a row (the first
+    /// uncounted), `ahead`
     /// kept only when its best time is at least 10% lower; `ahead` along
     /// an outer axis and for smaller outputs.
     #[default]
@@ -132,7 +133,7 @@ pub enum BlockPrefetch {
     /// For sources from 2 MiB and outputs from 1 MiB, the level that the
     /// first calls of each class (source size, row size, one task or
     /// several, row order) measured faster on this CPU, the two taking
-    /// turns, `l1` first, until each has been timed twice; below that, or
+    /// turns, `l1` first, three calls each in a row (the first uncounted); below that, or
     /// while another strategy of the call is being timed, L2 in output
     /// order from sources past 1.5x the last-level cache and L1 otherwise.
     #[default]
@@ -152,7 +153,8 @@ pub enum PlaneReads {
     /// For planes up to the size of L2 and outputs from 1 MiB, the one
     /// that the first calls of each class (word size, plane size, index
     /// type, one task or several) measured faster on this CPU, the two
-    /// taking turns, `packed` first, until each has been timed twice;
+    /// taking turns, `packed` first, three calls each in a row (the first
+    /// uncounted);
     /// otherwise, and while the call's word loop is being timed, in place
     /// where a strip of an eighth of L2 would span the whole row, packed
     /// elsewhere.

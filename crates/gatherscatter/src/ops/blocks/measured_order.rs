@@ -14,7 +14,7 @@
 //!
 //! So for copies in the uncertain range (see [`super`]) each
 //! class of call (source size and block size by powers of two, one task
-//! or several) is timed in output order, then source order, twice each,
+//! or several) is timed in output order, then source order, three calls each in a row (the first of each uncounted),
 //! and keeps the faster.
 
 use crate::mem::measured::{CallTiming, Log2Classes, SizeClasses, TwoWays};

@@ -13,7 +13,7 @@
 //!
 //! So each class of copy (source size and row size by powers of two, one
 //! task or several, and the row order, as each order has its own table)
-//! is timed with L1 prefetches, then L2, twice each, and keeps the faster.
+//! is timed with L1 prefetches, then L2, three calls each in a row (the first of each uncounted), and keeps the faster.
 
 use crate::mem::measured::{CallTiming, Log2Classes, SizeClasses, TwoWays};
 

@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn a_class_with_its_verdict_is_no_longer_timed() {
         let call = || Fetch::choose(RowFetch::Auto, true, (64 << 10, 2), 4 << 20, 2);
-        for _ in 0..2 * crate::mem::measured::SAMPLES {
+        for _ in 0..crate::mem::measured::CALLS_TO_SETTLE {
             let fetch = call();
             assert_eq!(fetch.timed(), !cfg!(miri));
             fetch.done(4 << 20);

@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn a_class_with_its_verdict_is_no_longer_timed() {
         let call = || PlaneRead::choose(PlaneReads::Auto, false, true, (1, PLANE, 2), 4 << 20, 2);
-        for _ in 0..2 * crate::mem::measured::SAMPLES {
+        for _ in 0..crate::mem::measured::CALLS_TO_SETTLE {
             let planes = call();
             assert_eq!(planes.timed(), !cfg!(miri));
             planes.done(4 << 20);

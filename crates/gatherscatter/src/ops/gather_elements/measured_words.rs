@@ -17,8 +17,8 @@
 //!
 //! So each class of call (which axis, short rows or not, word size, index
 //! type, the size of the data a row reads from by powers of two, one task
-//! or several) is timed with the scalar loop, then the vector loop, twice
-//! each, and keeps the faster. Along the last axis a row reads one data
+//! or several) is timed with the scalar loop, then the vector loop, three
+//! calls each in a row (the first of each uncounted), and keeps the faster. Along the last axis a row reads one data
 //! row; along an outer one, a plane (the axis times the dims after it),
 //! which decides whether its gathers hit L1, L2 or memory.
 

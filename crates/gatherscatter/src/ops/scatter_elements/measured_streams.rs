@@ -205,7 +205,7 @@ mod tests {
     fn a_class_with_its_verdict_is_no_longer_timed() {
         let call = || Streams::choose(StreamFetch::Auto, (8, 2), (1 << 20, true), 4 << 20, 2);
         let mut ways = [0; 2];
-        for _ in 0..2 * crate::mem::measured::SAMPLES {
+        for _ in 0..crate::mem::measured::CALLS_TO_SETTLE {
             let streams = call();
             assert_eq!(streams.0.is_timed(), !cfg!(miri));
             ways[usize::from(streams.ahead())] += 1;
@@ -213,7 +213,8 @@ mod tests {
         }
         assert!(!call().0.is_timed());
         if !cfg!(miri) {
-            assert_eq!(ways, [2, 2], "each way timed twice");
+            let each = crate::mem::measured::CALLS_EACH;
+            assert_eq!(ways, [each, each], "each way timed in a run of its own");
         }
     }
 }
