@@ -182,12 +182,12 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     let words = (innermost && short_rows.is_none()).then(|| {
         WordLoop::<VectorRow<W, O, S::Index>>::last_axis(knob, row_bytes, out_bytes, tasks)
     });
-    let vector = words.as_ref().is_some_and(|w| w.vector.is_some());
+    let vector = words.as_ref().is_some_and(|w| w.vector().is_some());
     let spanning = short_rows.map(|data_row| {
         let data_row_bytes = data_row.saturating_mul(std::mem::size_of::<W>());
         WordLoop::<SpanningRows<W, O, S::Index>>::short_rows(knob, data_row_bytes, out_bytes, tasks)
     });
-    let spans = spanning.as_ref().is_some_and(|s| s.vector.is_some());
+    let spans = spanning.as_ref().is_some_and(|s| s.vector().is_some());
     let strided = (!innermost).then(|| {
         let plane_bytes = row_bytes.saturating_mul(axis_stride);
         WordLoop::<StridedRow<W, O, S::Index>>::outer_axis(knob, plane_bytes, out_bytes, tasks)
@@ -250,7 +250,7 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
             false => 0,
         },
         axis_size: rule.size,
-        strided: strided.as_ref().is_some_and(|s| s.vector.is_some()),
+        strided: strided.as_ref().is_some_and(|s| s.vector().is_some()),
         short_rows,
         spanning: spans,
     };

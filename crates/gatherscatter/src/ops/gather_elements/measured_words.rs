@@ -147,8 +147,10 @@ impl Class {
 /// One call's loop (`K`, a [`VectorRow`] or a [`StridedRow`]), and its
 /// place in its class's measurement.
 pub(super) struct WordLoop<K> {
-    /// The vector loop, when the call takes it.
-    pub vector: Option<K>,
+    /// The vector loop the CPU and types have, if any.
+    kernel: Option<K>,
+    /// Whether the call takes it, and the call's place in its class's
+    /// measurement.
     pick: Pick,
 }
 
@@ -230,28 +232,28 @@ impl<K: Copy> WordLoop<K> {
         (first_use, sizes): (impl FnOnce() -> bool, (usize, usize)),
         out_bytes: usize,
     ) -> WordLoop<K> {
-        let untimed = |vector: Option<K>| WordLoop {
-            vector,
-            pick: Pick::fixed(vector.is_some()),
-        };
-        let Some(kernel) = kernel else {
-            return untimed(None);
-        };
+        let with = |pick| WordLoop { kernel, pick };
+        if kernel.is_none() {
+            return with(Pick::fixed(false));
+        }
         match knob {
-            WordGather::Scalar => return untimed(None),
-            WordGather::Vector => return untimed(Some(kernel)),
-            WordGather::Auto if vector_far_behind(sizes.0, sizes.1) => return untimed(None),
+            WordGather::Scalar => return with(Pick::fixed(false)),
+            WordGather::Vector => return with(Pick::fixed(true)),
+            WordGather::Auto if vector_far_behind(sizes.0, sizes.1) => {
+                return with(Pick::fixed(false))
+            }
             WordGather::Auto => {}
         }
         let Some(slot) = class.map(Class::slot) else {
-            return untimed(first_use().then_some(kernel));
+            return with(Pick::fixed(first_use()));
         };
         let may_time = out_bytes >= TIMED_MIN_OUTPUT && !cfg!(miri);
-        let pick = Pick::measured(&MEASURED, slot, may_time, first_use);
-        WordLoop {
-            vector: pick.second.then_some(kernel),
-            pick,
-        }
+        with(Pick::measured(&MEASURED, slot, may_time, first_use))
+    }
+
+    /// The vector loop, when the call takes it.
+    pub(super) fn vector(&self) -> Option<K> {
+        self.kernel.filter(|_| self.pick.second)
     }
 
     /// Whether this call is one of its class's timed ones (whose other
@@ -325,7 +327,7 @@ mod tests {
     ) {
         let has_vector = forced[1];
         match large.pick.timed_slot() {
-            Some(_) => assert!(large.vector.is_none(), "the scalar loop is timed first"),
+            Some(_) => assert!(large.vector().is_none(), "the scalar loop is timed first"),
             None => assert!(
                 cfg!(miri) || !has_vector || far_behind,
                 "a large call is timed"
@@ -333,7 +335,7 @@ mod tests {
         }
         assert!(!small.timed());
         if far_behind {
-            assert!(large.vector.is_none() && small.vector.is_none());
+            assert!(large.vector().is_none() && small.vector().is_none());
         }
         assert!(!forced[0]);
     }
@@ -345,7 +347,7 @@ mod tests {
         let (auto, knobs) = (WordGather::Auto, [WordGather::Scalar, WordGather::Vector]);
         let has_vector = vector_row::<u64, MaybeUninit<u64>, i32>(WordGather::Vector).is_some();
         let rows = |knob, out| Rows::last_axis(knob, 4096, out, 1);
-        let forced = knobs.map(|knob| rows(knob, 16 << 20).vector.is_some());
+        let forced = knobs.map(|knob| rows(knob, 16 << 20).vector().is_some());
         assert_eq!(forced, [false, has_vector]);
         let behind = vector_far_behind(8, 4);
         check_timing(
@@ -354,7 +356,7 @@ mod tests {
             behind,
         );
         let planes = |knob, out| Planes::outer_axis(knob, 1 << 16, out, 2);
-        let forced = knobs.map(|knob| planes(knob, 16 << 20).vector.is_some());
+        let forced = knobs.map(|knob| planes(knob, 16 << 20).vector().is_some());
         assert_eq!(forced, [false, has_vector]);
         // 2-byte words go by the 4-byte words' measurement.
         let behind = vector_far_behind(4, 8);
@@ -366,9 +368,9 @@ mod tests {
         );
         // A small last-axis call takes what the first-use measurement found.
         let first_use = vector_row::<u64, MaybeUninit<u64>, i32>(auto).is_some();
-        assert_eq!(rows(auto, (1 << 20) - 8).vector.is_some(), first_use);
+        assert_eq!(rows(auto, (1 << 20) - 8).vector().is_some(), first_use);
         // No vector loop for 2-byte words along the last axis: nothing to time.
         let words = WordLoop::<VectorRow<u16, u16, i64>>::last_axis(auto, 4096, 16 << 20, 1);
-        assert!(!words.timed() && words.vector.is_none());
+        assert!(!words.timed() && words.vector().is_none());
     }
 }
