@@ -21,7 +21,8 @@ pub(crate) fn prefetch_items<T>(items: &[T]) {
 }
 
 /// Like [`prefetch_items`], but into the second-level cache only. The
-/// streaming row copy asks for 8 KiB ahead, over a hundred lines; as L1
+/// streaming row copy asks for 8 KiB ahead into L1 (32 KiB into L2), over a
+/// hundred lines; as L1
 /// prefetches they compete with the copy's own loads for the core's few
 /// first-level miss slots (the likely cause), while L2 has room for them
 /// and the copy's loads hit there. (Measured on W1 and W10, 1 KiB rows

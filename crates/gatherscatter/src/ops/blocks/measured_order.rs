@@ -73,6 +73,14 @@ pub(crate) fn settled(class: Class) -> bool {
     MEASURED.settled(class.slot)
 }
 
+/// How many calls of `class` each order has had timed so far.
+#[cfg(test)]
+pub(crate) fn calls(class: Class) -> [u32; 2] {
+    let timed = MEASURED.timed();
+    let timings = timed.into_iter().find(|t| t.slot == class.slot);
+    timings.map_or([0, 0], |t| t.calls)
+}
+
 /// Note the time a copy of `class` took to write `bytes`.
 pub(crate) fn record(class: Class, source_order: bool, bytes: usize, elapsed: std::time::Duration) {
     MEASURED.record(class.slot, source_order, bytes, elapsed);

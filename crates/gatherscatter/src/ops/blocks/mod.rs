@@ -33,9 +33,23 @@ use crate::mem::scratch::{scratch, Scratch};
 use crate::mem::stream::stream_row;
 use crate::mem::stream::{copy_nontemporal_16s, store_fence, zero, Avx, OutByte};
 
-/// How far ahead of the copy source blocks are prefetched: about 8 KiB,
-/// enough to cover memory latency at this copy rate (measured on W1, W8).
+/// How far ahead of the copy source blocks are prefetched into L1: about
+/// 8 KiB, enough to cover memory latency at this copy rate (measured on
+/// W1, W8); L1's few miss slots gain nothing from asking earlier.
 const PREFETCH_BYTES_AHEAD: usize = 8 << 10;
+
+/// How far ahead prefetches into L2 ask: about 32 KiB. At 8 KiB, L2
+/// prefetches of rows of 256 B to 1 KiB in output order lost to L1's on an
+/// Intel Xeon family 6 model 167 (2 vCPUs, 480 MiB L3); from about 32 KiB
+/// on they win (into a buffer, streaming stores, medians of rounds
+/// alternating in one process, ms, L1 / L2 at 8 KiB / L2 at 32 KiB, one
+/// thread): W8 (float16 rows of 512 B, 32 MiB) 4.03 / 4.89 / 2.92, W1
+/// (float32 rows of 1 KiB, 64 MiB) 7.44 / 7.56 / 6.45, rows of 256 B from
+/// 32 MiB 3.12 / 4.95 / 3.05, rows of 1 KiB from 256 MiB 40.3 / 34.3 /
+/// 30.7; on two threads W8 1.53 / 1.70 / 1.29. 64 KiB was as fast, rows of
+/// 4 KiB and source order alike at every distance. Short rows (64 B) are
+/// capped at 256 blocks, which a loop outside the library found as fast.
+const L2_PREFETCH_BYTES_AHEAD: usize = 32 << 10;
 
 /// A new vector of `len` plain elements (every bit pattern valid) whose
 /// bytes are the blocks of `block_len` bytes of `src` that `source(first)`
@@ -93,11 +107,21 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     // In source order each task's reads are the denser the fewer tasks
     // share the output, so that order takes one task per thread.
     let per_thread = parallel::one_task_per_thread(dst.len(), blocks);
+    let in_output_order = parallel::tasks(dst.len(), blocks);
     let knobs = knobs::in_force();
     let order = knobs.block_order;
-    let measured = measured_class(order, src.len(), dst.len(), block_len, per_thread);
+    let order_class = measured_class(order, src.len(), dst.len(), block_len, per_thread);
+    // Output order is timed at the prefetch level measured for it, so an
+    // open order waits in output order (timing that level) until the level
+    // is settled: timed at the rule's L1, output order had lost W8 on one
+    // thread to source order (120 against 105 ps a byte on an Intel Xeon
+    // family 6 model 167) where with L2 it runs at 87.
+    let output_sizes = (src.len(), dst.len(), block_len, in_output_order);
+    let output_level_open = measured_level_class(knobs.block_prefetch, output_sizes, false)
+        .is_some_and(|class| !measured_prefetch::settled(class));
     // While the call's stores are being timed, the order is not.
-    let measured = measured.filter(|&class| time_order || measured_order::settled(class));
+    let measured = order_class
+        .filter(|&class| measured_order::settled(class) || (time_order && !output_level_open));
     let order_timed = measured.is_some_and(|class| !measured_order::settled(class));
     let by_source = match measured {
         Some(class) => measured_order::source_order(class),
@@ -106,7 +130,7 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     let tasks = if by_source {
         per_thread
     } else {
-        parallel::tasks(dst.len(), blocks)
+        in_output_order
     };
     let per_task = blocks.div_ceil(tasks);
     // The level is timed only while nothing else of the call is.
@@ -168,7 +192,7 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
 /// copies, and any under Miri (which cannot time), take the rule.
 fn prefetch_level(
     prefetch: BlockPrefetch,
-    (src_len, dst_len, block_len, tasks): (usize, usize, usize, usize),
+    sizes: (usize, usize, usize, usize),
     in_source_order: bool,
     may_time: bool,
 ) -> (Option<bool>, Option<measured_prefetch::Class>) {
@@ -177,10 +201,9 @@ fn prefetch_level(
         BlockPrefetch::L2 => return (Some(true), None),
         BlockPrefetch::Auto => {}
     }
-    if cfg!(miri) || src_len < MEASURED_MIN_SOURCE || dst_len < MEASURED_MIN_OUTPUT {
+    let Some(class) = measured_level_class(prefetch, sizes, in_source_order) else {
         return (None, None);
-    }
-    let class = measured_prefetch::Class::of(src_len, block_len, tasks, in_source_order);
+    };
     if measured_prefetch::settled(class) {
         return (Some(measured_prefetch::to_l2(class)), None);
     }
@@ -188,6 +211,22 @@ fn prefetch_level(
         return (None, None);
     }
     (Some(measured_prefetch::to_l2(class)), Some(class))
+}
+
+/// The class whose measurements choose the prefetch level of a copy of
+/// `(source, output, row, task)` sizes, or `None` where the level is
+/// forced or taken by rule: small copies, and any under Miri (which cannot
+/// time).
+fn measured_level_class(
+    prefetch: BlockPrefetch,
+    (src_len, dst_len, block_len, tasks): (usize, usize, usize, usize),
+    in_source_order: bool,
+) -> Option<measured_prefetch::Class> {
+    let measured = prefetch == BlockPrefetch::Auto
+        && !cfg!(miri)
+        && src_len >= MEASURED_MIN_SOURCE
+        && dst_len >= MEASURED_MIN_OUTPUT;
+    measured.then(|| measured_prefetch::Class::of(src_len, block_len, tasks, in_source_order))
 }
 
 /// One task's copy, in source order when there is one, with `copy` for
@@ -233,10 +272,13 @@ impl Lookahead {
     ) -> Lookahead {
         let by_rule =
             || !in_source_order && src_len > beyond_last_level_cache(L2_PREFETCH_MIN_SOURCE_BYTES);
-        Lookahead {
-            blocks: (PREFETCH_BYTES_AHEAD / block_len.max(1)).clamp(2, 16),
-            to_l2: level.unwrap_or_else(by_rule),
-        }
+        let to_l2 = level.unwrap_or_else(by_rule);
+        let blocks = if to_l2 {
+            (L2_PREFETCH_BYTES_AHEAD / block_len.max(1)).clamp(2, 256)
+        } else {
+            (PREFETCH_BYTES_AHEAD / block_len.max(1)).clamp(2, 16)
+        };
+        Lookahead { blocks, to_l2 }
     }
 
     #[inline]
