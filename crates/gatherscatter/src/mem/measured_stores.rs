@@ -191,8 +191,8 @@ impl StoreChoice {
         self.0.second
     }
 
-    /// Whether this call's time joins a measurement (other strategies of
-    /// the call then keep their defaults, so that measurements do not mix).
+    /// Whether this call's time joins a measurement.
+    #[cfg(test)]
     pub(crate) fn is_timed(&self) -> bool {
         self.0.is_timed()
     }

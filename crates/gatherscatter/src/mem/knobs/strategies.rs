@@ -133,9 +133,10 @@ pub enum BlockPrefetch {
     /// For sources from 2 MiB and outputs from 1 MiB, the level that the
     /// first calls of each class (source size, row size, one task or
     /// several, row order) measured faster on this CPU, the two taking
-    /// turns, `l1` first, three calls each in a row (the first uncounted); below that, or
-    /// while another strategy of the call is being timed, L2 in output
-    /// order from sources past 1.5x the last-level cache and L1 otherwise.
+    /// turns, `l1` first, three calls each in a row (the first uncounted),
+    /// output order's before the row order is timed; below that, L2 in
+    /// output order from sources past 1.5x the last-level cache and L1
+    /// otherwise. L1 prefetches ask about 8 KiB ahead, L2 ones 32 KiB.
     #[default]
     Auto,
     /// Ask for each row ahead into L1.

@@ -53,9 +53,8 @@ const L2_PREFETCH_BYTES_AHEAD: usize = 32 << 10;
 
 /// A new vector of `len` plain elements (every bit pattern valid) whose
 /// bytes are the blocks of `block_len` bytes of `src` that `source(first)`
-/// lists from output block `first` on; see [`fill_blocks`], which also
-/// says what `time_order` is. `None` when `T` is not plain or the memory
-/// cannot be allocated.
+/// lists from output block `first` on; see [`fill_blocks`]. `None` when
+/// `T` is not plain or the memory cannot be allocated.
 ///
 /// The memory is not zeroed first: the copy writes every byte once, so a
 /// reused allocation costs no extra pass.
@@ -63,7 +62,6 @@ pub(crate) fn new_vec_of_blocks<T: Element, I: Iterator<Item = usize> + Clone>(
     len: usize,
     src: &[u8],
     block_len: usize,
-    time_order: bool,
     source: impl Fn(usize) -> I + Sync,
 ) -> Option<Vec<T>> {
     T::as_bytes(&[])?;
@@ -76,7 +74,7 @@ pub(crate) fn new_vec_of_blocks<T: Element, I: Iterator<Item = usize> + Clone>(
     // may be viewed as `MaybeUninit<u8>` (alignment 1, no validity rule).
     let spare_bytes: &mut [MaybeUninit<u8>] =
         unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), bytes) };
-    fill_blocks(spare_bytes, src, block_len, time_order, source);
+    fill_blocks(spare_bytes, src, block_len, source);
     // SAFETY: `fill_blocks` wrote every byte of the first `len` elements
     // (each block slot is copied or zeroed, the trailing bytes zeroed), the
     // stores are fenced, and `T` is plain (`as_bytes` is `Some` exactly for
@@ -92,14 +90,16 @@ pub(crate) fn new_vec_of_blocks<T: Element, I: Iterator<Item = usize> + Clone>(
 /// outside `src`) and trailing bytes are zeroed. Large outputs are split
 /// across the rayon pool; each task prefetches its source blocks ahead and
 /// writes with streaming stores, in source order when that pays (see
-/// [`reads_in_source_order`]). The order may be timed for its class
-/// ([`measured_order`]) only when `time_order`: not while the call's
-/// stores are being timed.
+/// [`reads_in_source_order`]) or as measured for its class
+/// ([`measured_order`]), prefetching into the level measured
+/// ([`measured_prefetch`]). A call that times the order or the level
+/// times both, and may be one that times the caller's stores too: its
+/// time then joins each measurement under the strategy it ran, so the
+/// three settle within fewer calls.
 pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     dst: &mut [B],
     src: &[u8],
     block_len: usize,
-    time_order: bool,
     source: impl Fn(usize) -> I + Sync,
 ) {
     let block_len = block_len.max(1);
@@ -111,20 +111,24 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     let knobs = knobs::in_force();
     let order = knobs.block_order;
     let order_class = measured_class(order, src.len(), dst.len(), block_len, per_thread);
-    // Output order is timed at the prefetch level measured for it, so an
-    // open order waits in output order (timing that level) until the level
-    // is settled: timed at the rule's L1, output order had lost W8 on one
-    // thread to source order (120 against 105 ps a byte on an Intel Xeon
-    // family 6 model 167) where with L2 it runs at 87.
+    // Output order is timed at the prefetch level measured for it: an open
+    // order stays in output order until that level is settled, each call
+    // timing both (the order keeps each way's best time, which is then
+    // output order's at its better level). Timed at the rule's L1 alone,
+    // output order had lost W8 on one thread to source order (120 against
+    // 105 ps a byte on an Intel Xeon family 6 model 167) where with L2 it
+    // runs at 85-88. The calls that then time source order time its rule
+    // level too, so the whole measurement takes no more calls than
+    // before: three each for L1 and L2 in output order, for source order,
+    // and for its other level.
     let output_sizes = (src.len(), dst.len(), block_len, in_output_order);
     let output_level_open = measured_level_class(knobs.block_prefetch, output_sizes, false)
         .is_some_and(|class| !measured_prefetch::settled(class));
-    // While the call's stores are being timed, the order is not.
-    let measured = order_class
-        .filter(|&class| measured_order::settled(class) || (time_order && !output_level_open));
-    let order_timed = measured.is_some_and(|class| !measured_order::settled(class));
-    let by_source = match measured {
-        Some(class) => measured_order::source_order(class),
+    let by_source = match order_class {
+        Some(class) if measured_order::settled(class) || !output_level_open => {
+            measured_order::source_order(class)
+        }
+        Some(_) => false,
         None => reads_in_source_order(order, src.len(), block_len, per_thread),
     };
     let tasks = if by_source {
@@ -133,12 +137,9 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
         in_output_order
     };
     let per_task = blocks.div_ceil(tasks);
-    // The level is timed only while nothing else of the call is.
     let sizes = (src.len(), dst.len(), block_len, tasks);
-    let may_time_level = time_order && !order_timed;
-    let (level, level_timed) =
-        prefetch_level(knobs.block_prefetch, sizes, by_source, may_time_level);
-    let started = measured.map(|class| (class, Instant::now()));
+    let (level, level_timed) = prefetch_level(knobs.block_prefetch, sizes, by_source);
+    let started = order_class.map(|class| (class, Instant::now()));
     let level_started = level_timed.map(|class| (class, Instant::now()));
     let bytes = dst.len();
     parallel::for_each_chunk(dst, per_task * block_len, |task, chunk| {
@@ -187,14 +188,13 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
 
 /// Where a copy of `(source, output, row, task)` sizes asks for its rows:
 /// `Some(to_l2)` when `prefetch` forces it or its class has measured it
-/// (or is measuring it on this call, when `may_time`), `None` for
-/// [`Lookahead::new`]'s rule; and the class this call's time joins. Small
+/// (or is measuring it on this call), `None` for [`Lookahead::new`]'s
+/// rule; and the class this call's time joins while it measures. Small
 /// copies, and any under Miri (which cannot time), take the rule.
 fn prefetch_level(
     prefetch: BlockPrefetch,
     sizes: (usize, usize, usize, usize),
     in_source_order: bool,
-    may_time: bool,
 ) -> (Option<bool>, Option<measured_prefetch::Class>) {
     match prefetch {
         BlockPrefetch::L1 => return (Some(false), None),
@@ -204,13 +204,8 @@ fn prefetch_level(
     let Some(class) = measured_level_class(prefetch, sizes, in_source_order) else {
         return (None, None);
     };
-    if measured_prefetch::settled(class) {
-        return (Some(measured_prefetch::to_l2(class)), None);
-    }
-    if !may_time {
-        return (None, None);
-    }
-    (Some(measured_prefetch::to_l2(class)), Some(class))
+    let timed = (!measured_prefetch::settled(class)).then_some(class);
+    (Some(measured_prefetch::to_l2(class)), timed)
 }
 
 /// The class whose measurements choose the prefetch level of a copy of
@@ -324,8 +319,8 @@ impl Lookahead {
 /// machine measured, are prefetched into L2 (see [`prefetch_items_to_l2`]);
 /// smaller ones, whose rows mostly come from L3 with a short wait, into L1.
 /// (Source order prefetches into L1; see [`Lookahead::new`].) Scaled to the
-/// running CPU's last-level cache. The rule for copies too small to time,
-/// and while another strategy of the call is timed ([`prefetch_level`]).
+/// running CPU's last-level cache. The rule for copies too small to time
+/// ([`prefetch_level`]).
 const L2_PREFETCH_MIN_SOURCE_BYTES: usize = 48 << 20;
 
 /// Source order pays for sources at least this large, beyond the 32 MiB

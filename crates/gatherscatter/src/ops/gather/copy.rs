@@ -31,8 +31,7 @@ pub(super) fn execute<T: Element>(
     let writing = Writing::choose(data, plan);
     let out = match (writing.streamed_block_bytes, T::as_bytes(data.data())) {
         (Some(block_bytes), Some(src)) => {
-            let time_order = !writing.stores.is_timed();
-            blocks::new_vec_of_blocks(plan.output_len, src, block_bytes, time_order, |first| {
+            blocks::new_vec_of_blocks(plan.output_len, src, block_bytes, |first| {
                 source_blocks(resolved, plan, first)
             })
             .ok_or(Error::Allocation {
@@ -176,8 +175,7 @@ pub(super) fn fill<T: Element>(
     let out_bytes = std::mem::size_of_val(out);
     let streamed = writing.streamed_block_bytes.and_then(|block_bytes| {
         let (src, dst) = (T::as_bytes(data.data())?, T::as_bytes_mut(out)?);
-        let time_order = !writing.stores.is_timed();
-        blocks::fill_blocks(dst, src, block_bytes, time_order, |first| {
+        blocks::fill_blocks(dst, src, block_bytes, |first| {
             source_blocks(resolved, plan, first)
         });
         Some(())

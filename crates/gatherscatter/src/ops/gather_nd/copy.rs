@@ -32,8 +32,7 @@ pub(super) fn execute<T: Element>(
     let writing = SliceWriting::choose(data.data(), offsets, &plan);
     let out = match writing.streamed {
         Some((src, block_bytes)) => {
-            let time_order = !writing.stores.is_timed();
-            match fresh_streamed::<T>((src, block_bytes, time_order), offsets, &plan) {
+            match fresh_streamed::<T>((src, block_bytes), offsets, &plan) {
                 Some(out) => {
                     writing.stores.done(std::mem::size_of_val(&out[..]));
                     out
@@ -129,8 +128,7 @@ pub(super) fn fill<T: Element>(
     let out_bytes = std::mem::size_of_val(out);
     if let Some((src, block_bytes)) = writing.streamed {
         if let Some(dst) = T::as_bytes_mut(out) {
-            let time_order = !writing.stores.is_timed();
-            fill_blocks(dst, src, block_bytes, time_order, |first| {
+            fill_blocks(dst, src, block_bytes, |first| {
                 source_blocks(offsets, plan, first)
             });
             writing.stores.done(out_bytes);
@@ -216,12 +214,12 @@ impl<'d> SliceWriting<'d> {
 /// take it, more instructions.
 #[inline(never)]
 fn fresh_streamed<T: Element>(
-    (src, block_bytes, time_order): (&[u8], usize, bool),
+    (src, block_bytes): (&[u8], usize),
     offsets: &[usize],
     plan: &NdPlan,
 ) -> Option<Vec<T>> {
     let source = |first| source_blocks(offsets, plan, first);
-    new_vec_of_blocks::<T, _>(plan.output_len, src, block_bytes, time_order, source)
+    new_vec_of_blocks::<T, _>(plan.output_len, src, block_bytes, source)
 }
 
 /// The source slice (in slices of `plan.block` from data's start) of each
