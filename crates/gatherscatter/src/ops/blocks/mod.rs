@@ -122,10 +122,12 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     // before: three each for L1 and L2 in output order, for source order,
     // and for its other level.
     let output_sizes = (src.len(), dst.len(), block_len, in_output_order);
-    let output_level_open = measured_level_class(knobs.block_prefetch, output_sizes, false)
-        .is_some_and(|class| !measured_prefetch::settled(class));
+    let output_level_open = || {
+        measured_level_class(knobs.block_prefetch, output_sizes, false)
+            .is_some_and(|class| !measured_prefetch::settled(class))
+    };
     let by_source = match order_class {
-        Some(class) if measured_order::settled(class) || !output_level_open => {
+        Some(class) if measured_order::settled(class) || !output_level_open() => {
             measured_order::source_order(class)
         }
         Some(_) => false,
