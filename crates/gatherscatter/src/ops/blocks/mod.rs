@@ -110,7 +110,12 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
     let in_output_order = parallel::tasks(dst.len(), blocks);
     let knobs = knobs::in_force();
     let order = knobs.block_order;
-    let order_class = measured_class(order, src.len(), dst.len(), block_len, per_thread);
+    let rows_on_lines = rows_on_line_boundaries(dst, block_len);
+    let order_class = measured_class(
+        order,
+        (src.len(), dst.len(), block_len, per_thread),
+        rows_on_lines,
+    );
     // Output order is timed at the prefetch level measured for it: an open
     // order stays in output order until that level is settled, each call
     // timing both (the order keeps each way's best time, which is then
@@ -398,18 +403,23 @@ const MEASURED_MIN_SOURCE: usize = 2 << 20;
 /// to repay source order's table.
 const MEASURED_MIN_OUTPUT: usize = 1 << 20;
 
+/// Whether every block of `block_len` bytes of `dst` starts on a cache
+/// line boundary: what source order's random writes cost depends on it
+/// (see [`measured_order`]).
+fn rows_on_line_boundaries<B>(dst: &[B], block_len: usize) -> bool {
+    block_len % LINE == 0 && dst.as_ptr().addr() % LINE == 0
+}
+
 /// The class whose measurements choose the order of a copy of `dst_len`
-/// bytes from `src_len` in blocks of `block_len` on `tasks` tasks, or
-/// `None` where the order is fixed: forced by `order`, taken by
-/// [`reads_in_source_order`]'s rule (source order past the cache), or
-/// output order (short blocks, small sources and outputs, and under
-/// Miri, which cannot time).
+/// bytes from `src_len` in blocks of `block_len` on `tasks` tasks, into
+/// rows on line boundaries or not, or `None` where the order is fixed:
+/// forced by `order`, taken by [`reads_in_source_order`]'s rule (source
+/// order past the cache), or output order (short blocks, small sources
+/// and outputs, and under Miri, which cannot time).
 fn measured_class(
     order: BlockOrder,
-    src_len: usize,
-    dst_len: usize,
-    block_len: usize,
-    tasks: usize,
+    (src_len, dst_len, block_len, tasks): (usize, usize, usize, usize),
+    rows_on_lines: bool,
 ) -> Option<Class> {
     let uncertain = order == BlockOrder::Auto
         && !cfg!(miri)
@@ -417,7 +427,7 @@ fn measured_class(
         && src_len >= MEASURED_MIN_SOURCE
         && dst_len >= MEASURED_MIN_OUTPUT
         && !reads_in_source_order(order, src_len, block_len, tasks);
-    uncertain.then(|| Class::of(src_len, block_len, tasks))
+    uncertain.then(|| Class::of(src_len, block_len, tasks, rows_on_lines))
 }
 
 /// The smallest source [`BlockOrder::Auto`] reads in source order, on

@@ -200,15 +200,24 @@ fn source_order_is_chosen_for_sources_past_the_cache_with_few_tasks_and_long_row
 #[test]
 fn copies_below_the_fixed_rule_take_a_measured_order() {
     let auto = BlockOrder::Auto;
-    let w8 = measured_class(auto, 32 << 20, 32 << 20, 512, 1);
-    assert_eq!(w8, (!cfg!(miri)).then(|| Class::of(32 << 20, 512, 1)));
-    let past_the_cache = source_order_min_source_bytes();
-    assert_eq!(measured_class(auto, past_the_cache, 32 << 20, 512, 1), None);
-    assert_eq!(measured_class(auto, 32 << 20, 32 << 20, 255, 1), None);
-    assert_eq!(measured_class(auto, (2 << 20) - 1, 32 << 20, 512, 1), None);
-    assert_eq!(measured_class(auto, 32 << 20, (1 << 20) - 1, 512, 1), None);
-    for forced in [BlockOrder::Output, BlockOrder::Source] {
-        assert_eq!(measured_class(forced, 32 << 20, 32 << 20, 512, 1), None);
+    for on_lines in [true, false] {
+        let w8 = measured_class(auto, (32 << 20, 32 << 20, 512, 1), on_lines);
+        let class = Class::of(32 << 20, 512, 1, on_lines);
+        assert_eq!(w8, (!cfg!(miri)).then_some(class));
+        let past_the_cache = source_order_min_source_bytes();
+        let sizes = [
+            (past_the_cache, 32 << 20, 512, 1),
+            (32 << 20, 32 << 20, 255, 1),
+            ((2 << 20) - 1, 32 << 20, 512, 1),
+            (32 << 20, (1 << 20) - 1, 512, 1),
+        ];
+        for sizes in sizes {
+            assert_eq!(measured_class(auto, sizes, on_lines), None);
+        }
+        for forced in [BlockOrder::Output, BlockOrder::Source] {
+            let sizes = (32 << 20, 32 << 20, 512, 1);
+            assert_eq!(measured_class(forced, sizes, on_lines), None);
+        }
     }
 }
 
@@ -232,7 +241,12 @@ fn output_order_settles_its_prefetch_level_before_source_order_is_timed() {
         .num_threads(1)
         .build()
         .unwrap();
-    let order = Class::of(src.len(), block_len, 1);
+    let order = Class::of(
+        src.len(),
+        block_len,
+        1,
+        rows_on_line_boundaries(&dst, block_len),
+    );
     let level = measured_prefetch::Class::of(src.len(), block_len, 1, false);
     pool.install(|| {
         for call in 0..3 * CALLS_EACH {
@@ -249,6 +263,42 @@ fn output_order_settles_its_prefetch_level_before_source_order_is_timed() {
     assert!(measured_prefetch::settled(level));
     assert!(measured_order::settled(order));
     assert_eq!(dst, expected_blocks(&src, block_len, &listed, dst.len()));
+}
+
+/// A copy into rows on cache-line boundaries and one into rows 16 bytes
+/// past them time different classes of the order measurement (16 KiB rows
+/// from an 8 MiB source, on one thread, a class no other test uses).
+#[cfg_attr(miri, ignore = "Miri cannot time")]
+#[test]
+fn rows_on_and_across_line_boundaries_are_timed_apart() {
+    let block_len = 16 << 10;
+    let src = vec![3u8; 8 << 20];
+    let blocks = (1 << 20) / block_len;
+    let listed: Vec<usize> = (0..blocks)
+        .map(|k| (k * 101) % (src.len() / block_len))
+        .collect();
+    let len = blocks * block_len;
+    let mut buffer = vec![0u8; len + 2 * LINE];
+    let on_lines = buffer.as_ptr().addr().next_multiple_of(LINE) - buffer.as_ptr().addr();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let on = Class::of(src.len(), block_len, 1, true);
+    let across = Class::of(src.len(), block_len, 1, false);
+    for (start, timed, untimed) in [(on_lines, on, across), (on_lines + 16, across, on)] {
+        let before = measured_order::calls(untimed);
+        let dst = &mut buffer[start..start + len];
+        assert_eq!(rows_on_line_boundaries(dst, block_len), start == on_lines);
+        pool.install(|| {
+            fill_blocks(dst, &src, block_len, |first| {
+                listed.iter().copied().skip(first)
+            })
+        });
+        assert_eq!(measured_order::calls(timed)[0], 1);
+        assert_eq!(measured_order::calls(untimed), before);
+        assert_eq!(dst, expected_blocks(&src, block_len, &listed, len));
+    }
 }
 
 /// Both orders, forced, on a small source (the automatic rule takes
