@@ -4,23 +4,26 @@
 //! - [`HugePageHeap`] asks the kernel for transparent huge pages under large
 //!   blocks, as numpy does for its arrays, so a fresh 64 MiB tensor costs 32
 //!   page faults instead of 16,384. `gsx-bench` and the Python extension
-//!   install it. On request ([`HugePageHeap::keep_freed_blocks`]) it also
-//!   keeps a few large freed blocks for the next request of the same layout.
+//!   install it. Its large blocks start on a cache line. On request
+//!   ([`HugePageHeap::keep_freed_blocks`]) it also keeps a few large freed
+//!   blocks for the next request of the same layout.
 //! - [`BoundedHeap`] refuses allocations above a limit on the bytes live:
 //!   `gsx` installs it under its memory budget.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod bounded;
 mod kept;
+mod lined;
 
 pub use bounded::BoundedHeap;
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use kept::{KeptBlocks, Released};
 
-/// A global allocator: the system allocator, plus, once
+/// A global allocator: the system allocator, whose blocks of at least
+/// 4 MiB start on a 64-byte cache line (see `lined.rs`), plus, once
 /// [`HugePageHeap::enable`] is called, a request for transparent huge pages
 /// (`madvise(MADV_HUGEPAGE)`) over the whole 2 MiB pages inside every block
 /// of at least 4 MiB, made as the allocator hands the block out, before the
@@ -163,32 +166,33 @@ fn request_huge_pages(_start: usize, _len: usize) {}
 /// Give blocks let go by the kept set back to the system.
 fn free_all(released: Released) {
     for (block, layout) in released.into_iter().flatten() {
-        // SAFETY: each was allocated by `System` with `layout` and freed by
+        // SAFETY: each was allocated by `lined` with `layout` and freed by
         // its owner (into the kept set, and now out of it, or not kept at
         // all), so nothing else refers to it.
-        unsafe { System.dealloc(block.as_ptr(), layout) }
+        unsafe { lined::dealloc(block.as_ptr(), layout) }
     }
 }
 
-// SAFETY: every method forwards to `System` with the caller's arguments and
-// returns what it returned, except that a freed block may be kept and
-// handed out again for a request of exactly its layout: it is then a live
-// `System` block of that layout owned by no one else, so the new owner may
-// use it and free it with that layout. `advise` only reads addresses.
+// SAFETY: every method forwards to [`lined`] (the system allocator, large
+// blocks starting on a cache line) with the caller's arguments and returns
+// what it returned, except that a freed block may be kept and handed out
+// again for a request of exactly its layout: it is then a live block of
+// that layout owned by no one else, so the new owner may use it and free
+// it with that layout. `advise` only reads addresses.
 unsafe impl GlobalAlloc for HugePageHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if let Some(block) = self.kept.take(layout) {
             return block;
         }
         // SAFETY: forwarded with the caller's guarantees (a non-zero size).
-        let block = unsafe { System.alloc(layout) };
+        let block = unsafe { lined::alloc(layout, false) };
         self.advise(block, layout.size());
         block
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as in `alloc`.
-        let block = unsafe { System.alloc_zeroed(layout) };
+        let block = unsafe { lined::alloc(layout, true) };
         self.advise(block, layout.size());
         block
     }
@@ -199,14 +203,14 @@ unsafe impl GlobalAlloc for HugePageHeap {
             free_all(self.kept.keep(block, layout));
             return;
         }
-        // SAFETY: `block` came from `System` through this allocator with
+        // SAFETY: `block` came from `lined` through this allocator with
         // `layout`, as the caller guarantees.
-        unsafe { System.dealloc(block, layout) }
+        unsafe { lined::dealloc(block, layout) }
     }
 
     unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: as in `dealloc`, and the caller guarantees `new_size`.
-        let moved = unsafe { System.realloc(block, layout, new_size) };
+        let moved = unsafe { lined::realloc(block, layout, new_size) };
         self.advise(moved, new_size);
         moved
     }
@@ -270,6 +274,57 @@ mod tests {
                     grown.add(grown_size - 1).write(5);
                     heap.dealloc(grown, Layout::from_size_align(grown_size, 64).unwrap());
                 }
+            }
+        }
+    }
+
+    /// Large blocks start on a cache line whatever their type asks, and
+    /// keep their bytes when resized across the large-block size both
+    /// ways; small blocks keep the alignment asked.
+    #[test]
+    fn large_blocks_start_on_a_cache_line_and_keep_their_bytes_across_realloc() {
+        let heap = HugePageHeap::new();
+        heap.enable();
+        heap.keep_freed_blocks(64 << 20);
+        for align in [1, 2, 16] {
+            for round in 0..2 {
+                // The second round takes the block kept from the first.
+                let (block, layout) = block(&heap, HUGE_PAGE_MIN_BLOCK + 6, align);
+                assert_eq!(
+                    block as usize % lined::LINE,
+                    0,
+                    "align {align}, round {round}"
+                );
+                free(&heap, (block, layout));
+            }
+            let small = Layout::from_size_align(1000, align).unwrap();
+            // SAFETY: a non-zero size; each block is resized with the
+            // layout it has and freed once with its last one; every byte
+            // read lies inside the block and was written.
+            unsafe {
+                let block = heap.alloc(small);
+                assert!(!block.is_null());
+                for k in 0..1000 {
+                    block.add(k).write(k as u8);
+                }
+                let grown = heap.realloc(block, small, HUGE_PAGE_MIN_BLOCK);
+                assert!(!grown.is_null() && grown as usize % lined::LINE == 0);
+                let grown_layout = Layout::from_size_align(HUGE_PAGE_MIN_BLOCK, align).unwrap();
+                // Large to larger: the bytes move with the block, whatever
+                // line boundary the moved block has.
+                let larger = heap.realloc(grown, grown_layout, 3 * HUGE_PAGE_MIN_BLOCK + 5);
+                assert!(!larger.is_null() && larger as usize % lined::LINE == 0);
+                for k in 0..1000 {
+                    assert_eq!(larger.add(k).read(), k as u8);
+                }
+                let larger_layout =
+                    Layout::from_size_align(3 * HUGE_PAGE_MIN_BLOCK + 5, align).unwrap();
+                let shrunk = heap.realloc(larger, larger_layout, 999);
+                assert!(!shrunk.is_null());
+                for k in 0..999 {
+                    assert_eq!(shrunk.add(k).read(), k as u8);
+                }
+                heap.dealloc(shrunk, Layout::from_size_align(999, align).unwrap());
             }
         }
     }
