@@ -20,9 +20,9 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
-/// Blocks from this size on start on a line (those [`super::HugePageHeap`]
-/// asks huge pages for).
-pub(crate) const LINED_MIN_BLOCK: usize = 4 << 20;
+/// Blocks from this size on start on a line: those [`super::HugePageHeap`]
+/// asks huge pages for.
+pub(crate) const LINED_MIN_BLOCK: usize = super::HUGE_PAGE_MIN_BLOCK;
 
 /// A cache line of x86-64 and most aarch64 cores.
 pub(crate) const LINE: usize = 64;
@@ -42,6 +42,12 @@ fn base(size: usize) -> Option<Layout> {
     Layout::from_size_align(size.checked_add(LINE)?, BASE_ALIGN).ok()
 }
 
+/// How far past `base` its first line boundary is (1 to [`LINE`]), where
+/// the lined block inside a `malloc` block at `base` starts.
+fn line_offset(base: *mut u8) -> usize {
+    LINE - base.addr() % LINE
+}
+
 /// The lined block inside the `malloc` block at `base`, its offset noted
 /// in the byte before it.
 ///
@@ -49,7 +55,7 @@ fn base(size: usize) -> Option<Layout> {
 /// `base` is a live block at least [`LINE`] bytes longer than the lined
 /// block.
 unsafe fn hand_out(base: *mut u8) -> *mut u8 {
-    let offset = LINE - base.addr() % LINE;
+    let offset = line_offset(base);
     // SAFETY: `offset` is 1..=64, inside the block; the byte before the
     // returned start is at `offset - 1 >= 0`.
     unsafe {
@@ -132,15 +138,16 @@ pub(crate) unsafe fn realloc(block: *mut u8, layout: Layout, new_size: usize) ->
             // SAFETY: the block is lined, so its base came from `malloc`
             // with `old_base`; `new_base` is a non-zero size.
             unsafe {
-                let old_offset = block.offset_from(base_of(block)) as usize;
-                let moved = System.realloc(base_of(block), old_base, new_base.size());
+                let old = base_of(block);
+                let old_offset = block.offset_from(old) as usize;
+                let moved = System.realloc(old, old_base, new_base.size());
                 if moved.is_null() {
                     return moved;
                 }
                 // The bytes sit at the old offset inside the moved block;
                 // the new line boundary may be elsewhere.
                 let kept = layout.size().min(new_size);
-                let lined = moved.add(LINE - moved.addr() % LINE);
+                let lined = moved.add(line_offset(moved));
                 std::ptr::copy(moved.add(old_offset), lined, kept);
                 hand_out(moved)
             }
