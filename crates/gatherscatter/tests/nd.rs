@@ -248,6 +248,86 @@ fn few_tuples_and_many_name_the_same_first_bad_component() {
     }
 }
 
+/// Past 16 tuples, tuples of one to three components resolve in groups
+/// of 64 whose bounds are checked after the group; tuples of four go
+/// component by component. Every width gives the offsets written out by
+/// hand here, negatives counted from the end, and names the first bad
+/// component in row-major order wherever in a group it falls.
+#[test]
+fn many_tuples_of_each_width_resolve_and_fail_as_written_out() {
+    let dims = [3usize, 4, 5, 2];
+    let data = i32s(&dims, &(0..120).collect::<Vec<i32>>());
+    let n = 150;
+    for k in 1..=4 {
+        let block: usize = dims[k..].iter().product();
+        // Components cycle through every value of [-dim, dim).
+        let values: Vec<i64> = (0..n * k)
+            .map(|e| {
+                let dim = dims[e % k] as i64;
+                (e as i64 * 7 + e as i64 / 3) % (2 * dim) - dim
+            })
+            .collect();
+        let mut expected = Vec::new();
+        for tuple in values.chunks_exact(k) {
+            let mut position = 0;
+            for (&v, &dim) in tuple.iter().zip(&dims) {
+                let p = if v < 0 { v + dim as i64 } else { v };
+                position = position * dim + p as usize;
+            }
+            expected.extend((position * block..(position + 1) * block).map(|x| x as i32));
+        }
+        let indices = i64s(&[n, k], &values);
+        let out = GatherND::new().run(&data, &indices).unwrap();
+        assert_eq!(out.data::<i32>().unwrap(), &expected[..], "{k} components");
+        // Unsigned indices (here 0 and 1) as the same values signed.
+        let small: Vec<i64> = values.iter().map(|&v| v.rem_euclid(2)).collect();
+        let unsigned = Tensor::new(vec![n, k], small.iter().map(|&v| v as u64).collect()).unwrap();
+        assert_eq!(
+            GatherND::new().run(&data, &unsigned).unwrap(),
+            GatherND::new().run(&data, &i64s(&[n, k], &small)).unwrap(),
+            "{k} components, u64"
+        );
+        // A bad component in the group's first tuple, its last, the next
+        // group's first and the last tuple: each the first bad one.
+        for bad_tuple in [0, 63, 64, 149] {
+            for (bad_value, j) in [(dims[k - 1] as i64, k - 1), (-(dims[0] as i64) - 1, 0)] {
+                if bad_tuple == n - 1 && j > 0 {
+                    continue;
+                }
+                // A later bad component too, which must not be the one named.
+                let mut bad = values.clone();
+                bad[(n - 1) * k] = -100;
+                bad[bad_tuple * k + j] = bad_value;
+                let err = GatherND::new()
+                    .run(&data, &i64s(&[n, k], &bad))
+                    .unwrap_err();
+                let expected = Error::IndexOutOfRange {
+                    value: i128::from(bad_value),
+                    position: vec![bad_tuple, j],
+                    axis: j,
+                    axis_size: dims[j],
+                    negative_allowed: true,
+                };
+                assert_eq!(err, expected, "{k} components, tuple {bad_tuple}");
+            }
+        }
+        // A u64 component past i64::MAX is out of range, not wrapped.
+        let mut huge = vec![0u64; n * k];
+        huge[70 * k] = u64::MAX;
+        let err = GatherND::new()
+            .run(&data, &Tensor::new(vec![n, k], huge).unwrap())
+            .unwrap_err();
+        let expected = Error::IndexOutOfRange {
+            value: i128::from(u64::MAX),
+            position: vec![70, 0],
+            axis: 0,
+            axis_size: dims[0],
+            negative_allowed: true,
+        };
+        assert_eq!(err, expected, "{k} components");
+    }
+}
+
 #[test]
 fn negative_tuple_components_count_from_the_end() {
     let data = i32s(&[3, 4], &(0..12).collect::<Vec<i32>>());
