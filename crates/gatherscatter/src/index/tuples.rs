@@ -59,9 +59,6 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
     let per_task = tuples
         .div_ceil(parallel::tasks(std::mem::size_of_val(values), tuples))
         .max(1);
-    let fixed = FixedRule::<1>::of(rule).map(TupleWidth::One);
-    let fixed = fixed.or_else(|| FixedRule::<2>::of(rule).map(TupleWidth::Two));
-    let fixed = fixed.or_else(|| FixedRule::<3>::of(rule).map(TupleWidth::Three));
     let slots = offsets
         .spare_capacity_mut()
         .get_mut(..tuples)
@@ -76,16 +73,11 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
         if values.len() / k < chunk.len() {
             return Err(());
         }
-        match fixed {
-            Some(TupleWidth::One(fixed)) => fixed.resolve(values, chunk),
-            Some(TupleWidth::Two(fixed)) => fixed.resolve(values, chunk),
-            Some(TupleWidth::Three(fixed)) => fixed.resolve(values, chunk),
-            None => {
-                for (slot, tuple) in chunk.iter_mut().zip(values.chunks_exact(k)) {
-                    slot.write(tuple_offset(tuple, rule).map_err(|_| ())?);
-                }
-                Ok(())
-            }
+        match k {
+            1 => FixedRule::<1>::resolve_range(rule, values, chunk),
+            2 => FixedRule::<2>::resolve_range(rule, values, chunk),
+            3 => FixedRule::<3>::resolve_range(rule, values, chunk),
+            _ => resolve_range(rule, values, chunk),
         }
     });
     if resolved.is_ok() {
@@ -111,7 +103,6 @@ pub(crate) fn resolve_tuples<I: IndexElement>(
 
 /// A [`TupleRule`] of `K` components whose dims all fit in `i64` (those
 /// of any tensor with elements), in arrays of a constant length.
-#[derive(Clone, Copy)]
 struct FixedRule<const K: usize> {
     dims: [usize; K],
     /// Each component's shift for a negative value: its dim, or 0 where
@@ -120,18 +111,37 @@ struct FixedRule<const K: usize> {
     block: usize,
 }
 
-/// The tuple widths resolved by [`FixedRule`].
-#[derive(Clone, Copy)]
-enum TupleWidth {
-    One(FixedRule<1>),
-    Two(FixedRule<2>),
-    Three(FixedRule<3>),
-}
-
 /// Tuples checked between two looks at whether one was out of range.
 const TUPLES_PER_CHECK: usize = 64;
 
+/// [`tuple_offset`] of each tuple of `values` into `offsets`, one at a
+/// time; `Ok` when every tuple is in range, each of `offsets` then
+/// written (`values` holds a tuple for each).
+fn resolve_range(
+    rule: &TupleRule<'_>,
+    values: &[impl IndexElement],
+    offsets: &mut [MaybeUninit<usize>],
+) -> Result<(), ()> {
+    for (slot, tuple) in offsets.iter_mut().zip(values.chunks_exact(rule.dims.len())) {
+        slot.write(tuple_offset(tuple, rule).map_err(|_| ())?);
+    }
+    Ok(())
+}
+
 impl<const K: usize> FixedRule<K> {
+    /// [`FixedRule::resolve`] for a rule of `K` components, or
+    /// [`resolve_range`] where a dim does not fit in `i64`.
+    fn resolve_range(
+        rule: &TupleRule<'_>,
+        values: &[impl IndexElement],
+        offsets: &mut [MaybeUninit<usize>],
+    ) -> Result<(), ()> {
+        match FixedRule::<K>::of(rule) {
+            Some(fixed) => fixed.resolve(values, offsets),
+            None => resolve_range(rule, values, offsets),
+        }
+    }
+
     fn of(rule: &TupleRule<'_>) -> Option<FixedRule<K>> {
         let dims: [usize; K] = rule.dims.try_into().ok()?;
         let negatives = -i64::from(rule.negative_allowed);

@@ -200,14 +200,13 @@ impl SliceTuples {
         block: usize,
     ) {
         // Only the last tuple's update is read, so only it is fetched.
-        let reads = Reads {
-            updates: last,
-            data_of_covered: false,
-        };
         self.write(
             dst,
             (data, updates, block),
-            reads,
+            Reads {
+                updates: last,
+                data_of_covered: false,
+            },
             |to, _, tuples, _, avx| {
                 // A covered slice has at least one tuple.
                 let from = tuples[tuples.len() - 1] as usize * block;
