@@ -485,7 +485,7 @@ fn copy_slice_blocks<W: Clone, O: Slot<W>>(
                 if let Lookahead::Blocks(ahead) = lookahead {
                     if let Some(&n) = run.indices.get(c * COPY_CHUNK + k + ahead) {
                         let next = run.slab.get(n * inner..(n + 1) * inner).unwrap_or(&[]);
-                        prefetch::prefetch_items(next);
+                        prefetch::prefetch_items(prefetch::block_head(next));
                     }
                 }
                 O::copy_from(d, &run.slab[i * inner..(i + 1) * inner]);
