@@ -32,11 +32,12 @@ numpy `take`, `take_along_axis`, `put_along_axis` and `add.at`. A peer that
 lacks the dtype is left out of that cell. Before timing, every peer's
 result must equal gatherscatter's (sums: to the dtype's rounding). The bar
 (issue #34) is 1.5x the fastest peer. gatherscatter's timed calls start
-after the eighteen on which its measured strategies (`word_gather`,
+after the thirty-six on which its measured strategies (`word_gather`,
 `stores`, `block_order`, `block_prefetch`, `row_fetch`, `stream_fetch`,
 `plane_reads`) time a class of call they have not seen (up to three of
 them in turn, a Gather's stores, row order and prefetch level, or a
-GatherElements' word loop and plane reads, three calls each way), so
+GatherElements' word loop and plane reads, three calls each way, up to
+six for stores whose source and output fit in a quarter of the cache), so
 each cell times the strategies kept for its class; a process pays those
 calls once per class. Each library is timed in a block of `--repeat` calls
 (its median), gatherscatter first, with a pause after onnxruntime's; the
@@ -71,9 +72,10 @@ BAR = 1.5
 # After an onnxruntime call its pool spins on; half a second gave the next
 # library its full speed back (docs/performance.md, sweep).
 ORT_SPIN_PAUSE_S = 0.5
-# Calls of each strategy in a row before a measured class keeps one
-# (`crate::mem::measured::CALLS_EACH` in the library).
-MEASURED_CALLS_EACH = 3
+# The most calls of each strategy in a row before a measured class keeps
+# one (`crate::mem::measured::MAX_CALLS_EACH` in the library; most tables
+# take `CALLS_EACH`, three).
+MEASURED_CALLS_EACH = 6
 # Strategies one call may time in turn, each on calls of its own (Gather's
 # stores, then row order, then row prefetch level).
 MEASURED_IN_TURN = 3
@@ -315,7 +317,7 @@ def main() -> int:
         for threads in thread_counts:
             torch.set_num_threads(threads)
             copy_rate = probe.bytes_per_s(threads)
-            # The calls the measured strategies time a new class on (two
+            # The calls the measured strategies time a new class on (a run
             # of each way, each strategy in turn) come first, so the cell
             # times the ones kept.
             for _ in range(MEASURED_IN_TURN * 2 * MEASURED_CALLS_EACH):
