@@ -422,6 +422,24 @@ impl SizeClasses {
 mod tests {
     use super::*;
 
+    /// Record a run of calls of the first strategy, then one of the
+    /// second, of class `slot`, each writing `bytes` in the time given,
+    /// checking before each that the class is still measuring and gives
+    /// the call that strategy.
+    fn replay_measuring<const N: usize>(
+        measured: &TwoWays<N>,
+        slot: usize,
+        bytes: usize,
+        [first, second]: [&[Duration]; 2],
+    ) {
+        let calls = first.iter().map(|&t| (false, t));
+        for (second, elapsed) in calls.chain(second.iter().map(|&t| (true, t))) {
+            assert!(!measured.settled(slot));
+            assert_eq!(measured.second(slot), second);
+            measured.record(slot, second, bytes, elapsed);
+        }
+    }
+
     #[test]
     fn size_classes_are_powers_of_two_clamped_to_their_ranges_with_one_slot_each() {
         let classes = SizeClasses {
@@ -459,19 +477,8 @@ mod tests {
         // Three calls of the first, three of the second; the first call of
         // each run (50 ms: cold caches) is not counted, and the second is
         // faster per byte in the calls that are.
-        let calls = [
-            (false, 50),
-            (false, 9),
-            (false, 8),
-            (true, 50),
-            (true, 7),
-            (true, 6),
-        ];
-        for (second, elapsed) in calls {
-            assert!(!measured.settled(2));
-            assert_eq!(measured.second(2), second);
-            measured.record(2, second, 32 << 20, ms(elapsed));
-        }
+        let (first, second) = ([50, 9, 8].map(ms), [50, 7, 6].map(ms));
+        replay_measuring(&measured, 2, 32 << 20, [&first, &second]);
         assert!(measured.second(2) && measured.settled(2) && !measured.settled(0));
         // Fixed from now on: slower calls of the kept strategy change nothing.
         measured.record(2, true, 32 << 20, ms(50));
@@ -504,21 +511,9 @@ mod tests {
         // Ordinary stores after streamed calls: 2200 (uncounted), 2100,
         // 1400, 1200 (each 5% or more below the best), 1150 (4%): five
         // calls. Then the second: 3800 (uncounted), 1400, 1420: three.
-        let calls = [
-            (false, 2200),
-            (false, 2100),
-            (false, 1400),
-            (false, 1200),
-            (false, 1150),
-            (true, 3800),
-            (true, 1400),
-            (true, 1420),
-        ];
-        for (second, elapsed) in calls {
-            assert!(!measured.settled(0));
-            assert_eq!(measured.second(0), second);
-            measured.record(0, second, 1 << 20, us(elapsed));
-        }
+        let first = [2200, 2100, 1400, 1200, 1150].map(us);
+        let second = [3800, 1400, 1420].map(us);
+        replay_measuring(&measured, 0, 1 << 20, [&first, &second]);
         assert!(measured.settled(0) && !measured.second(0));
         assert_eq!(measured.timed()[0].calls, [5, 3]);
         assert_eq!(measured.timed()[0].second, Some(false));
