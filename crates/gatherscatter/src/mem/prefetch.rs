@@ -103,8 +103,9 @@ pub(crate) const LINE: usize = 64;
 /// has started, and every line of a large block asked for blocks ahead is
 /// evicted from L1 before its turn: Gather of 64 KiB blocks (16 MiB from
 /// cache, Intel Xeon family 6 model 167) spent 37% of its samples in that
-/// prefetch loop; capped, one thread went 1.29-1.33 -> 1.20-1.24 ms
-/// (old and new wheels in alternating processes; docs/performance.md).
+/// prefetch loop; capped at 4 KiB, one thread went 1.31-1.36 -> 1.22-1.28
+/// ms, two 0.71-0.76 -> 0.61-0.71 (old and new wheels in alternating
+/// processes; a 1 KiB head cost 4 KiB blocks 0-3%).
 pub(crate) const BLOCK_HEAD_BYTES: usize = 4 << 10;
 
 /// The first [`BLOCK_HEAD_BYTES`] of `block` (all of a shorter one).
