@@ -2,23 +2,27 @@
 
 use gatherscatter::tuning::{self, Tuning};
 
-/// Under `auto`, the report names the class of `knob` that starts with
-/// `class`, with both strategies timed at least twice and one kept. Under
-/// a forced tuning (`GATHERSCATTER_TUNING`) and under Miri, which cannot
-/// time, nothing is measured and nothing is checked.
+/// Under `auto`, the report names a class of `knob` that starts with
+/// `class`, with both strategies timed at least twice and one kept. A
+/// prefix may name several classes (outputs on cache lines and across
+/// them, which a fresh output's address decides): one of them is enough,
+/// as the calls may be shared unevenly among them. Under a forced tuning
+/// (`GATHERSCATTER_TUNING`) and under Miri, which cannot time, nothing is
+/// measured and nothing is checked.
 pub fn assert_measured(knob: &str, class: &str) {
     if tuning::in_force() != Tuning::AUTO || cfg!(miri) {
         return;
     }
     let report = tuning::report();
     let line = report.to_string();
-    let timing = report
+    let mut named = report
         .measured
         .iter()
-        .find(|t| t.knob == knob && t.class.starts_with(class))
-        .unwrap_or_else(|| panic!("no {knob} {class} in {line}"));
-    assert!(timing.calls.iter().all(|&c| c >= 2), "{line}");
-    assert!(timing.chosen.is_some(), "{line}");
+        .filter(|t| t.knob == knob && t.class.starts_with(class))
+        .peekable();
+    assert!(named.peek().is_some(), "no {knob} {class} in {line}");
+    let decided = |t: &&tuning::CallTiming| t.calls.iter().all(|&c| c >= 2) && t.chosen.is_some();
+    assert!(named.any(|t| decided(&t)), "{line}");
 }
 
 /// The `word_gather` choice for GatherElements' `class` of calls on
