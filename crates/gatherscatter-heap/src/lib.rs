@@ -254,7 +254,7 @@ mod tests {
                 // size and freed once with its own layout.
                 unsafe {
                     let block = heap.alloc(layout);
-                    assert!(!block.is_null() && block as usize % 64 == 0);
+                    assert!(!block.is_null() && (block as usize).is_multiple_of(64));
                     for &at in &probes {
                         block.add(at).write(7);
                         assert_eq!(block.add(at).read(), 7);
@@ -308,12 +308,12 @@ mod tests {
                     block.add(k).write(k as u8);
                 }
                 let grown = heap.realloc(block, small, HUGE_PAGE_MIN_BLOCK);
-                assert!(!grown.is_null() && grown as usize % lined::LINE == 0);
+                assert!(!grown.is_null() && (grown as usize).is_multiple_of(lined::LINE));
                 let grown_layout = Layout::from_size_align(HUGE_PAGE_MIN_BLOCK, align).unwrap();
                 // Large to larger: the bytes move with the block, whatever
                 // line boundary the moved block has.
                 let larger = heap.realloc(grown, grown_layout, 3 * HUGE_PAGE_MIN_BLOCK + 5);
-                assert!(!larger.is_null() && larger as usize % lined::LINE == 0);
+                assert!(!larger.is_null() && (larger as usize).is_multiple_of(lined::LINE));
                 for k in 0..1000 {
                     assert_eq!(larger.add(k).read(), k as u8);
                 }

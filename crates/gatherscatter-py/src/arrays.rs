@@ -199,7 +199,7 @@ fn readonly<'py, T: numpy::Element>(
 }
 
 fn is_aligned<T: numpy::Element>(array: &Bound<'_, PyArrayDyn<T>>) -> bool {
-    (array.data() as usize) % std::mem::align_of::<T>() == 0
+    (array.data() as usize).is_multiple_of(std::mem::align_of::<T>())
 }
 
 /// Borrow (or, for other layouts, copy once) an argument as a core tensor.

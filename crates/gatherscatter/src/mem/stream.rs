@@ -58,7 +58,7 @@ impl StreamPieces {
         // Streaming stores need 16-byte aligned destinations (32 for wide).
         let head = (dst_address.wrapping_neg() % 16).min(len);
         let body = (len - head) / 16 * 16;
-        let at_32 = dst_address.wrapping_add(head) % 32 == 0;
+        let at_32 = dst_address.wrapping_add(head).is_multiple_of(32);
         let lead = if with_wide && !at_32 { body.min(16) } else { 0 };
         let wide = if with_wide {
             (body - lead) / 32 * 32
@@ -393,7 +393,7 @@ mod tests {
                         );
                     }
                     assert!(
-                        p.narrow % 16 == 0 && p.narrow <= if with_wide { 16 } else { len },
+                        p.narrow.is_multiple_of(16) && p.narrow <= if with_wide { 16 } else { len },
                         "{address} + {len}, wide {with_wide}: {p:?}"
                     );
                     if !with_wide {

@@ -81,7 +81,7 @@ fn describe(slot: usize) -> String {
         "{} MiB sources by {block} B rows, {}, {}",
         source >> 20,
         if split { "split" } else { "one task" },
-        if slot % ALIGNMENTS == 0 {
+        if slot.is_multiple_of(ALIGNMENTS) {
             "on lines"
         } else {
             "across lines"

@@ -414,7 +414,7 @@ const MEASURED_MIN_OUTPUT: usize = 1 << 20;
 /// line boundary: what source order's random writes cost depends on it
 /// (see [`measured_order`]).
 fn rows_on_line_boundaries<B>(dst: &[B], block_len: usize) -> bool {
-    block_len % LINE == 0 && dst.as_ptr().addr() % LINE == 0
+    block_len.is_multiple_of(LINE) && dst.as_ptr().addr().is_multiple_of(LINE)
 }
 
 /// The class whose measurements choose the order of a copy of `dst_len`
@@ -463,7 +463,7 @@ fn source_order(
     src_blocks: usize,
     block_len: usize,
 ) -> Option<Scratch<u64>> {
-    if chunk_len % block_len != 0 {
+    if !chunk_len.is_multiple_of(block_len) {
         return None;
     }
     let slots = chunk_len / block_len;
@@ -572,9 +572,9 @@ fn copy_rows_in_slot_order<B: OutByte>(
     ahead: Lookahead,
 ) -> bool {
     let fits = row_len > 0
-        && row_len % 32 == 0
-        && chunk.len() % row_len == 0
-        && chunk.as_ptr().addr() % 16 == 0;
+        && row_len.is_multiple_of(32)
+        && chunk.len().is_multiple_of(row_len)
+        && chunk.as_ptr().addr().is_multiple_of(16);
     if !fits || !cfg!(target_arch = "x86_64") {
         return false;
     }

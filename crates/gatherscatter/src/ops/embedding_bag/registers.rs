@@ -34,7 +34,7 @@ pub(crate) fn chosen<T: 'static>(bags: &Bags<'_, T>, choice: BagFold) -> bool {
     choice != BagFold::Memory
         && TypeId::of::<T>() == TypeId::of::<f32>()
         && bags.per_sample_weights.is_none()
-        && bags.dim % 8 == 0
+        && bags.dim.is_multiple_of(8)
         && avx2_available()
 }
 
@@ -130,7 +130,7 @@ mod x86 {
             bounds: &'a [usize],
             padding: Option<usize>,
         ) -> Option<Bags<'a>> {
-            let blocks = dim != 0 && dim % 8 == 0;
+            let blocks = dim != 0 && dim.is_multiple_of(8);
             let ordered = bounds.windows(2).all(|w| w[0] <= w[1]);
             let spanned = entries.get(*bounds.first()?..*bounds.last()?)?;
             let within = match spanned.iter().max() {

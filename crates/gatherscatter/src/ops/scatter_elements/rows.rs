@@ -366,7 +366,7 @@ pub(super) fn apply_span<W: Clone, C: Combine<W>, X: KernelIndex>(
     let bases = RowBases::new(g.indices_shape, g.data_shape, axis).starting_at(first_row);
     let axis_stride = strides(g.data_shape)[axis];
     let prefetch = size * axis_stride * std::mem::size_of::<W>() > PREFETCH_TARGETS_ABOVE;
-    let whole_rows = span.start % row_len == 0 && span.end % row_len == 0;
+    let whole_rows = span.start.is_multiple_of(row_len) && span.end.is_multiple_of(row_len);
     if axis + 1 < rank && row_len < SHORT_ROW && whole_rows && !prefetch {
         let target = ShortRows {
             out,

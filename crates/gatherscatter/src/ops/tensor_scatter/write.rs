@@ -189,7 +189,7 @@ fn stream_rows<B: OutByte>(
     let step = plan.inner * word;
     let row = plan.max_sequence_length * step;
     let window = plan.sequence_length * step;
-    assert!(dst.len() == past.len() && row > 0 && dst.len() % row == 0);
+    assert!(dst.len() == past.len() && row > 0 && dst.len().is_multiple_of(row));
     let rows = dst.len() / row;
     let per_task = rows.div_ceil(parallel::tasks(dst.len(), rows));
     parallel::for_each_chunk(dst, per_task * row, |task, chunk| {
