@@ -2,6 +2,7 @@
 //! blocks (the `inner` elements after the axis) from data to the output.
 
 use super::measured_elements::Elements;
+use super::windows::WindowPermute;
 use super::GatherPlan;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -41,7 +42,10 @@ pub(super) fn execute<T: Element>(
         }
         _ => {
             let elements = Elements::choose::<T>(resolved, plan);
-            let out = fresh_blocks(data, resolved, plan, elements.offsets.as_deref())?;
+            let out = match elements.windows() {
+                Some(table) => fresh_windows(data, resolved, plan, table)?,
+                None => fresh_blocks(data, resolved, plan, elements.gathers())?,
+            };
             elements.chosen.done(std::mem::size_of_val(&out[..]));
             out
         }
@@ -77,6 +81,37 @@ fn fresh_blocks<T: Element>(
         Some(Err(())) | None => {
             let mut out = alloc_output::<T>(plan.output_len)?;
             copy_blocks(words, resolved, plan, offsets, T::as_words_mut(&mut out));
+            Ok(out)
+        }
+    }
+}
+
+/// A new output written by the byte permutes of `table` (one-element
+/// blocks of plain elements), not zeroed first.
+fn fresh_windows<T: Element>(
+    data: TypedView<'_, T>,
+    resolved: &[usize],
+    plan: &GatherPlan,
+    table: &WindowPermute,
+) -> Result<Vec<T>> {
+    let src = T::as_bytes(data.data());
+    let write = |slots: &mut [MaybeUninit<T>]| {
+        let written = src
+            .zip(uninit::slot_bytes(slots))
+            .is_some_and(|(src, dst)| table.fill(dst, src));
+        written.then_some(()).ok_or(())
+    };
+    // SAFETY: `fill` returns `true` only when it wrote every byte of the
+    // slots, hence every slot.
+    #[allow(unsafe_code)]
+    match unsafe { uninit::new_vec_of::<T, ()>(plan.output_len, write) } {
+        Some(Ok(out)) => Ok(out),
+        // Declined, or (never: the table was built for plain elements and
+        // this plan's slabs) refused: the scalar loop into zeroed memory.
+        Some(Err(())) | None => {
+            let mut out = alloc_output::<T>(plan.output_len)?;
+            let words = T::as_words(data.data());
+            copy_blocks(words, resolved, plan, None, T::as_words_mut(&mut out));
             Ok(out)
         }
     }
@@ -184,13 +219,21 @@ pub(super) fn fill<T: Element>(
         // Copy-only: the kernel moves same-width words, so f32/i32/u32 share
         // code. (A caller's buffer is initialised whether or not the walk ends.)
         let elements = Elements::choose::<T>(resolved, plan);
-        copy_blocks(
-            T::as_words(data.data()),
-            resolved,
-            plan,
-            elements.offsets.as_deref(),
-            T::as_words_mut(out),
-        );
+        let by_windows = match (elements.windows(), T::as_bytes(data.data())) {
+            (Some(table), Some(src)) => {
+                T::as_bytes_mut(out).is_some_and(|dst| table.fill(dst, src))
+            }
+            _ => false,
+        };
+        if !by_windows {
+            copy_blocks(
+                T::as_words(data.data()),
+                resolved,
+                plan,
+                elements.gathers(),
+                T::as_words_mut(out),
+            );
+        }
         elements.chosen.done(out_bytes);
     }
     writing.stores.done(out_bytes);

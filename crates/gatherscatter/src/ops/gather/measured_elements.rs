@@ -1,19 +1,24 @@
 //! Which loop Gather copies one-element blocks (the gathered axis is the
-//! last) of 4- and 8-byte words with: the scalar loop, or the AVX2 gathers
-//! of GatherElements' rows (`vpgatherdd` / `vpgatherdq` on the call's
+//! last) with: the scalar loop, or a vector loop. The vector loop is the
+//! byte permutes of small windows ([`super::windows`]: AVX-512 VBMI, one
+//! batch, data slabs of at most 1 KiB, any plain element) where they
+//! apply, else for 4- and 8-byte words the AVX2 gathers of
+//! GatherElements' rows (`vpgatherdd` / `vpgatherdq` on the call's
 //! indices as `i32`). Gather instructions are fast on some CPUs and
 //! microcoded on others, so under `word_gather=auto` the calls that write
-//! 1 MiB or more time both ([`crate::mem::measured`]), unless the
-//! first-use measurement of GatherElements' loops found the gathers far
-//! behind; smaller calls take the scalar loop.
+//! 1 MiB or more time both loops ([`crate::mem::measured`]), each vector
+//! loop in classes of its own, unless the first-use measurement of
+//! GatherElements' loops found the gathers far behind; smaller calls take
+//! the scalar loop, save the windows from 64 KiB of output (below).
 //!
 //! 16 MiB of float32 in slabs of 256 elements, one thread, a loop outside
 //! the library: on a 2-vCPU Intel Xeon family 6 model 167, scalar 1.56 ms
 //! against 1.13 with AVX2 gathers (rows of 64: 2.06 against 1.17; of
 //! 4096: 1.85 against 1.35); on a 2-vCPU AMD EPYC family 25 model 17 (Zen
 //! 4), AVX2 gathers ran 5x slower than the scalar loop (1.84 against 10.6
-//! ms, 2026-12-04).
+//! ms, 2026-12-04), the windows 1.5-7x faster (figures in `windows`).
 
+use super::windows::{self, WindowPermute};
 use super::GatherPlan;
 use crate::dtype::Element;
 use crate::mem::cpu::avx2_available;
@@ -22,13 +27,14 @@ use crate::mem::measured::{CallTiming, Log2Classes, Pick, SizeClasses, TwoWays};
 use crate::mem::parallel;
 use crate::ops::gather_elements::word_gather::vector_far_behind;
 
-/// Classes by word size (4 or 8 bytes: 4 and 8 by powers of two, from 4)
-/// and slab size (64 B to 128 KiB by powers of two, the last holding
-/// every larger one), one task or several.
+/// Classes by word size (1 to 16 bytes by powers of two; the AVX2
+/// gathers only see 4 and 8) and slab size (64 B to 128 KiB by powers of
+/// two, the first and last holding every smaller and larger one), one
+/// task or several.
 const CLASSES: SizeClasses = SizeClasses {
     first: Log2Classes {
-        min_log2: 2,
-        classes: 2,
+        min_log2: 0,
+        classes: 5,
     },
     second: Log2Classes {
         min_log2: 6,
@@ -39,46 +45,125 @@ const CLASSES: SizeClasses = SizeClasses {
 /// Outputs from this size on are measured: long enough to time.
 const MEASURED_MIN_OUTPUT: usize = 1 << 20;
 
-/// This process's measurements: the scalar loop first, the vector second.
+/// Windows of one-element blocks are taken without timing from this
+/// output size up to [`MEASURED_MIN_OUTPUT`]: at 1 MiB and above they
+/// were 1.5-7x faster than the scalar loop at every window width measured
+/// (`windows`), and from 64 KiB a call's table is at most an eighth of its
+/// output (a table serves at least eight groups). Blocks of several
+/// elements, whose loops copy a fixed-length block at a time, were not
+/// measured against it on a VBMI CPU: they take the windows only where
+/// a call times them, from 1 MiB.
+const WINDOWS_MIN_OUTPUT: usize = 64 << 10;
+
+/// This process's measurements: the scalar loop first, the AVX2 gathers
+/// second.
 static MEASURED: TwoWays<{ CLASSES.len() }> = TwoWays::new();
+
+/// Likewise, the scalar loop against the windows.
+static MEASURED_WINDOWS: TwoWays<{ CLASSES.len() }> = TwoWays::new();
+
+/// The vector loop a call could take instead of the scalar one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum VectorKind {
+    /// Byte permutes of small windows of data slabs ([`windows`]).
+    Windows,
+    /// GatherElements' AVX2 row gathers on the indices as `i32`.
+    Gathers,
+}
+
+/// The longest blocks the windows copy: past 16 bytes the block loops'
+/// fixed-length copies move a block in one or two vector moves.
+const MAX_WINDOW_BLOCK: usize = 16;
+
+/// A call's short blocks, as [`ElementLoop::choose`] sees them.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ElementCall {
+    /// Bytes a word.
+    pub word: usize,
+    /// Words a block (the data dims after the axis).
+    pub inner: usize,
+    /// Blocks in a data slab (the axis).
+    pub axis_size: usize,
+    /// Indices a slab reads (`None` with several batches, whose slabs
+    /// read different indices) and the output's slabs.
+    pub per_slab: Option<usize>,
+    pub slabs: usize,
+    /// Whether the elements are plain bytes (every bit pattern a value).
+    pub plain: bool,
+}
+
+impl ElementCall {
+    /// Bytes a block.
+    fn block_bytes(&self) -> usize {
+        self.inner.saturating_mul(self.word)
+    }
+
+    /// The vector loop this call could take, if any: the windows for
+    /// blocks of up to 16 bytes, the gathers for one-element blocks.
+    fn vector_kind(&self) -> Option<VectorKind> {
+        let block = self.block_bytes();
+        let slab_bytes = self.axis_size.saturating_mul(block);
+        let windows = self.per_slab.is_some_and(|count| {
+            self.plain
+                && block <= MAX_WINDOW_BLOCK
+                && windows::applies(slab_bytes, count, block, self.slabs)
+        });
+        let gathers = self.inner == 1
+            && matches!(self.word, 4 | 8)
+            && i32::try_from(self.axis_size).is_ok()
+            && avx2_available();
+        match (windows, gathers) {
+            (true, _) => Some(VectorKind::Windows),
+            (false, true) => Some(VectorKind::Gathers),
+            (false, false) => None,
+        }
+    }
+}
 
 /// One call's loop for one-element blocks, and its place in its class's
 /// measurement.
 pub(super) struct ElementLoop(Pick);
 
 impl ElementLoop {
-    /// The loop for a call copying one-element blocks of `word` bytes
-    /// from slabs of `slab_bytes` (an axis of `axis_size`) into
-    /// `out_bytes` on `tasks` tasks: forced by `knob`, or under `auto`
-    /// measured for the call's class from 1 MiB of output, the scalar loop
-    /// below. The vector loop needs AVX2, 4- or 8-byte words and an axis
-    /// that `i32` indexes; without them, the scalar loop whatever the knob.
+    /// The loop for `call` writing `out_bytes` on `tasks` tasks: forced
+    /// by `knob`, or under `auto` measured for the call's class from 1 MiB
+    /// of output, the scalar loop below (the windows from 64 KiB). Without
+    /// a vector loop for the call, the scalar loop whatever the knob.
     pub(super) fn choose(
         knob: WordGather,
-        (word, slab_bytes, axis_size): (usize, usize, usize),
+        call: ElementCall,
         out_bytes: usize,
         tasks: usize,
     ) -> ElementLoop {
         let fixed = |vector| ElementLoop(Pick::fixed(vector));
-        let possible =
-            matches!(word, 4 | 8) && i32::try_from(axis_size).is_ok() && avx2_available();
+        let Some(kind) = call.vector_kind() else {
+            return fixed(false);
+        };
+        let table = match kind {
+            VectorKind::Windows => &MEASURED_WINDOWS,
+            VectorKind::Gathers => &MEASURED,
+        };
         match knob {
-            _ if !possible => fixed(false),
             WordGather::Scalar => fixed(false),
             WordGather::Vector => fixed(true),
-            _ if out_bytes < MEASURED_MIN_OUTPUT || cfg!(miri) => fixed(false),
+            _ if cfg!(miri) => fixed(false),
+            _ if out_bytes < MEASURED_MIN_OUTPUT => fixed(
+                kind == VectorKind::Windows && call.inner == 1 && out_bytes >= WINDOWS_MIN_OUTPUT,
+            ),
             // Where GatherElements' first-use measurement found the gathers
             // far behind (microcoded), no call times them: on the Ice Lake
             // one such call ran 15-20x slower than the scalar loop.
-            _ if vector_far_behind(word, 4) => fixed(false),
+            _ if kind == VectorKind::Gathers && vector_far_behind(call.word, 4) => fixed(false),
             _ => {
-                let slot = CLASSES.slot(word, slab_bytes, tasks);
-                ElementLoop(Pick::measured(&MEASURED, slot, true, || false))
+                let block = call.block_bytes();
+                let slab_bytes = call.axis_size.saturating_mul(block);
+                let slot = CLASSES.slot(block, slab_bytes, tasks);
+                ElementLoop(Pick::measured(table, slot, true, || false))
             }
         }
     }
 
-    /// The AVX2 gathers rather than the scalar loop.
+    /// A vector loop rather than the scalar one.
     pub(super) fn vector(&self) -> bool {
         self.0.second
     }
@@ -95,83 +180,193 @@ impl ElementLoop {
     }
 }
 
-/// A call's loop for its one-element blocks, with its indices as `i32`
-/// for the vector one.
+/// A call's loop for its one-element blocks, with what its vector loop
+/// needs.
 pub(super) struct Elements {
     pub chosen: ElementLoop,
-    /// The resolved indices as `i32`, when the vector loop was chosen.
-    pub offsets: Option<Vec<i32>>,
+    vector: Option<VectorLoop>,
+}
+
+/// The chosen vector loop's inputs.
+enum VectorLoop {
+    /// The resolved indices as `i32`, for the AVX2 gathers.
+    Gathers(Vec<i32>),
+    /// The table of byte positions, for the windows.
+    Windows(WindowPermute),
 }
 
 impl Elements {
-    /// The loop for a call of `plan` copying one-element blocks of `T`
-    /// (the scalar loop for longer blocks, untimed).
+    /// The loop for a call of `plan` copying blocks of `T`: for blocks
+    /// of more than 16 bytes, or not one element and several batches, the
+    /// scalar loop, untimed.
     pub(super) fn choose<T: Element>(resolved: &[usize], plan: &GatherPlan) -> Elements {
         let word = std::mem::size_of::<T::Word>();
-        let chosen = match plan.inner {
-            1 => {
-                let out_bytes = plan.output_len.saturating_mul(word);
-                let tasks = parallel::tasks(out_bytes, plan.output_len);
-                let sizes = (word, plan.axis_size.saturating_mul(word), plan.axis_size);
-                ElementLoop::choose(knobs::in_force().word_gather, sizes, out_bytes, tasks)
-            }
-            _ => ElementLoop(Pick::fixed(false)),
+        let ipb = plan.indices_per_batch;
+        let call = ElementCall {
+            word,
+            inner: plan.inner,
+            axis_size: plan.axis_size,
+            per_slab: (resolved.len() == ipb).then_some(ipb),
+            slabs: plan.output_len / ipb.saturating_mul(plan.inner).max(1),
+            plain: T::as_bytes(&[]).is_some(),
         };
-        // Every resolved index is below the axis size, which fits `i32`
-        // when the vector loop is chosen.
-        let offsets = chosen
-            .vector()
-            .then(|| resolved.iter().map(|&i| i as i32).collect());
-        Elements { chosen, offsets }
+        let out_bytes = plan.output_len.saturating_mul(word);
+        let tasks = parallel::tasks(out_bytes, plan.output_len / plan.inner.max(1));
+        let chosen = ElementLoop::choose(knobs::in_force().word_gather, call, out_bytes, tasks);
+        let vector = match chosen.vector().then(|| call.vector_kind()).flatten() {
+            Some(VectorKind::Windows) => {
+                WindowPermute::new(resolved, plan.axis_size, call.block_bytes(), call.slabs)
+                    .map(VectorLoop::Windows)
+            }
+            // Every resolved index is below the axis size, which fits
+            // `i32` when the gathers are chosen.
+            Some(VectorKind::Gathers) => Some(VectorLoop::Gathers(
+                resolved.iter().map(|&i| i as i32).collect(),
+            )),
+            None => None,
+        };
+        Elements { chosen, vector }
+    }
+
+    /// The indices as `i32` when the AVX2 gathers were chosen.
+    pub(super) fn gathers(&self) -> Option<&[i32]> {
+        match &self.vector {
+            Some(VectorLoop::Gathers(offsets)) => Some(offsets),
+            _ => None,
+        }
+    }
+
+    /// The table when the windows were chosen.
+    pub(super) fn windows(&self) -> Option<&WindowPermute> {
+        match &self.vector {
+            Some(VectorLoop::Windows(table)) => Some(table),
+            _ => None,
+        }
     }
 }
 
 /// How the report names the class in `slot`: `Gather 4-byte elements
-/// from 1 KiB slabs, one task`.
-fn describe(slot: usize) -> String {
+/// from 1 KiB slabs, one task`, with `by windows` after the slabs for the
+/// windows' classes (whose "elements" are blocks of up to 16 bytes).
+fn describe(slot: usize, windows: bool) -> String {
     let (word, slab, split) = CLASSES.sizes(slot);
     let slab = match slab {
         s if s >= 1 << 10 => format!("{} KiB", s >> 10),
         s => format!("{s} B"),
     };
     let split = if split { "split" } else { "one task" };
-    format!("Gather {word}-byte elements from {slab} slabs, {split}")
+    let by = if windows { " by windows" } else { "" };
+    format!("Gather {word}-byte elements from {slab} slabs{by}, {split}")
 }
 
 /// The classes measured so far, for the report.
 pub(crate) fn timings() -> Vec<CallTiming> {
-    MEASURED.report("word_gather", ["scalar", "vector"], describe)
+    let gathers = MEASURED.report("word_gather", ["scalar", "vector"], |s| describe(s, false));
+    let windows =
+        MEASURED_WINDOWS.report("word_gather", ["scalar", "vector"], |s| describe(s, true));
+    gathers.into_iter().chain(windows).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// One-element blocks of `word` bytes from slabs of `axis_size`, one
+    /// batch (`per_slab` indices a slab) or several (`None`).
+    fn call(word: usize, axis_size: usize, per_slab: Option<usize>, slabs: usize) -> ElementCall {
+        ElementCall {
+            word,
+            inner: 1,
+            axis_size,
+            per_slab,
+            slabs,
+            plain: true,
+        }
+    }
+
     #[test]
-    fn auto_measures_large_calls_of_4_and_8_byte_words_and_the_knob_forces_either() {
+    fn auto_measures_large_calls_with_a_vector_loop_and_the_knob_forces_either() {
         let avx2 = avx2_available();
-        let measured = ElementLoop::choose(WordGather::Auto, (4, 1 << 10, 256), 16 << 20, 1);
+        // Several batches: no windows, the AVX2 gathers for 4- and 8-byte words.
+        let batches = call(4, 256, None, 1 << 14);
+        let measured = ElementLoop::choose(WordGather::Auto, batches, 16 << 20, 1);
         let timed = avx2 && !cfg!(miri) && !vector_far_behind(4, 4);
         assert_eq!(measured.timed(), timed);
         assert!(!measured.vector(), "the scalar loop is timed first");
+        let mut not_plain = call(1, 256, Some(256), 1 << 16);
+        not_plain.plain = false;
         for unmeasured in [
-            ElementLoop::choose(WordGather::Auto, (4, 1 << 10, 256), 1 << 10, 1),
-            ElementLoop::choose(WordGather::Auto, (2, 1 << 10, 512), 16 << 20, 1),
-            ElementLoop::choose(WordGather::Vector, (16, 1 << 10, 64), 16 << 20, 1),
-            ElementLoop::choose(WordGather::Vector, (4, 1 << 40, 1 << 38), 16 << 20, 1),
-            ElementLoop::choose(WordGather::Scalar, (8, 1 << 10, 128), 16 << 20, 2),
+            ElementLoop::choose(WordGather::Auto, batches, 1 << 10, 1),
+            ElementLoop::choose(WordGather::Auto, call(2, 512, None, 1 << 14), 16 << 20, 1),
+            ElementLoop::choose(WordGather::Vector, call(16, 64, None, 1 << 14), 16 << 20, 1),
+            ElementLoop::choose(WordGather::Vector, call(4, 1 << 38, None, 4), 16 << 20, 1),
+            ElementLoop::choose(WordGather::Vector, not_plain, 16 << 20, 1),
+            ElementLoop::choose(WordGather::Scalar, call(8, 128, None, 1 << 14), 16 << 20, 2),
         ] {
             assert!(!unmeasured.vector() && !unmeasured.timed());
         }
-        let forced = ElementLoop::choose(WordGather::Vector, (8, 1 << 10, 128), 1 << 10, 2);
+        let forced = ElementLoop::choose(WordGather::Vector, call(8, 128, None, 8), 1 << 10, 2);
         assert_eq!(forced.vector(), avx2);
+    }
+
+    /// With the windows: timed from 1 MiB of output, taken untimed from
+    /// 64 KiB for one-element blocks, the scalar loop below; forced by the
+    /// knob either way.
+    #[test]
+    fn auto_takes_the_windows_from_64_kib_and_measures_them_from_1_mib() {
+        let bytes = call(1, 256, Some(256), 1 << 16);
+        let windows = windows::available();
+        assert_eq!(bytes.vector_kind(), windows.then_some(VectorKind::Windows));
+        let measured = ElementLoop::choose(WordGather::Auto, bytes, 16 << 20, 1);
+        assert_eq!(measured.timed(), windows && !cfg!(miri));
+        let mid = ElementLoop::choose(WordGather::Auto, bytes, 256 << 10, 1);
+        assert_eq!(mid.vector(), windows && !cfg!(miri));
+        assert!(!mid.timed());
+        let small = ElementLoop::choose(WordGather::Auto, bytes, 32 << 10, 1);
+        assert!(!small.vector() && !small.timed());
+        let forced = ElementLoop::choose(WordGather::Vector, bytes, 1 << 10, 1);
+        assert_eq!(forced.vector(), windows);
+        // Pixels of three bytes: windows only where timed or forced.
+        let pixels = ElementCall {
+            inner: 3,
+            ..call(1, 85, Some(85), 1 << 12)
+        };
+        assert_eq!(pixels.vector_kind(), windows.then_some(VectorKind::Windows));
+        let mid = ElementLoop::choose(WordGather::Auto, pixels, 256 << 10, 1);
+        assert!(!mid.vector() && !mid.timed());
+        let measured = ElementLoop::choose(WordGather::Auto, pixels, 4 << 20, 1);
+        assert_eq!(measured.timed(), windows && !cfg!(miri));
+        let forced = ElementLoop::choose(WordGather::Vector, pixels, 256 << 10, 1);
+        assert_eq!(forced.vector(), windows);
+        // Slabs past 1 KiB, or fewer than eight: 4- and 8-byte words fall
+        // to the gathers, shorter ones to the scalar loop.
+        let avx2 = avx2_available();
+        let wide = call(4, 257, Some(16), 1 << 10);
+        let few = call(4, 16, Some(16), 7);
+        for gathers in [wide, few] {
+            let expected = avx2.then_some(VectorKind::Gathers);
+            assert_eq!(gathers.vector_kind(), expected);
+        }
+        assert_eq!(call(2, 513, Some(16), 1 << 10).vector_kind(), None);
+    }
+
+    #[test]
+    fn classes_are_named_by_word_slab_loop_and_split() {
         assert_eq!(
-            describe(CLASSES.slot(4, 1 << 10, 1)),
+            describe(CLASSES.slot(4, 1 << 10, 1), false),
             "Gather 4-byte elements from 1 KiB slabs, one task"
         );
         assert_eq!(
-            describe(CLASSES.slot(8, 256, 2)),
+            describe(CLASSES.slot(8, 256, 2), false),
             "Gather 8-byte elements from 256 B slabs, split"
+        );
+        assert_eq!(
+            describe(CLASSES.slot(1, 3, 2), true),
+            "Gather 1-byte elements from 64 B slabs by windows, split"
+        );
+        assert_eq!(
+            describe(CLASSES.slot(16, 1024, 1), true),
+            "Gather 16-byte elements from 1 KiB slabs by windows, one task"
         );
     }
 }

@@ -6,6 +6,7 @@
 
 mod copy;
 mod measured_elements;
+mod windows;
 
 use self::copy::{execute, fill};
 pub(crate) use self::measured_elements::timings as measured_element_loops;

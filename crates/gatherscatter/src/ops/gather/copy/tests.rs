@@ -114,24 +114,41 @@ fn fresh_and_caller_outputs_of_every_block_length_are_written_in_full() {
     check([9, 5, 1], 37, |k| k.to_string());
 }
 
-/// One-element blocks of 4- and 8-byte words under each `word_gather`:
-/// the AVX2 gathers (where the CPU has them; under Miri, when compiled in)
-/// write what the scalar loop writes, with a part group at each end of a
-/// slab's run and, in the larger case, runs that start where a task's
-/// share begins.
+/// One-element and short blocks under each `word_gather`: the vector
+/// loops (the windows' byte permutes for blocks of up to 16 bytes where
+/// the CPU has AVX-512 VBMI, the AVX2 gathers for one-element blocks of 4-
+/// and 8-byte words; under Miri, when compiled in) write what the scalar
+/// loops write, with a part group at
+/// each end of a slab's run, a last window group of fewer slabs, pixels of
+/// three channels and, in the larger cases, runs that start where a
+/// task's share begins.
 #[test]
 fn gather_vector_elements_write_what_the_scalar_loop_writes() {
-    let mut cases = vec![([9, 5, 1], 37), ([3, 300, 1], 300), ([40, 17, 1], 13)];
+    let mut cases = vec![
+        ([9, 5, 1], 37),
+        ([3, 300, 1], 300),
+        ([40, 17, 1], 13),
+        ([9, 5, 3], 37),
+    ];
     if !cfg!(miri) {
-        cases.push(([64, 1000, 1], 1021));
+        cases.extend([
+            ([64, 1000, 1], 1021),
+            ([200, 3, 1], 3),
+            ([21, 256, 1], 300),
+            ([30, 16, 2], 40),
+            ([100, 4, 4], 5),
+        ]);
     }
     for word_gather in [WordGather::Scalar, WordGather::Vector, WordGather::Auto] {
         knobs::scoped(Tuning::AUTO.with_word_gather(word_gather), || {
             for &(shape, count) in &cases {
+                check(shape, count, |k| k as u8);
+                check(shape, count, |k| (k as i16).wrapping_sub(300));
                 check(shape, count, |k| k as f32);
                 check(shape, count, |k| k as f64);
                 check(shape, count, |k| k as i32 - 50);
                 check(shape, count, |k| u64::MAX - k as u64);
+                check(shape, count, |k| Complex64::new(k as f64, -(k as f64)));
             }
         });
     }
