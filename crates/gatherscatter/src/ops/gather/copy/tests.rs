@@ -139,16 +139,25 @@ fn gather_vector_elements_write_what_the_scalar_loop_writes() {
             ([100, 4, 4], 5),
         ]);
     }
-    for word_gather in [WordGather::Scalar, WordGather::Vector, WordGather::Auto] {
+    // Under Miri, `auto` is the scalar loop and one dtype a word width
+    // does: the lane's time is CI's.
+    let word_gathers: &[WordGather] = if cfg!(miri) {
+        &[WordGather::Scalar, WordGather::Vector]
+    } else {
+        &[WordGather::Scalar, WordGather::Vector, WordGather::Auto]
+    };
+    for &word_gather in word_gathers {
         knobs::scoped(Tuning::AUTO.with_word_gather(word_gather), || {
             for &(shape, count) in &cases {
                 check(shape, count, |k| k as u8);
                 check(shape, count, |k| (k as i16).wrapping_sub(300));
                 check(shape, count, |k| k as f32);
                 check(shape, count, |k| k as f64);
-                check(shape, count, |k| k as i32 - 50);
-                check(shape, count, |k| u64::MAX - k as u64);
                 check(shape, count, |k| Complex64::new(k as f64, -(k as f64)));
+                if !cfg!(miri) {
+                    check(shape, count, |k| k as i32 - 50);
+                    check(shape, count, |k| u64::MAX - k as u64);
+                }
             }
         });
     }
