@@ -122,7 +122,11 @@ impl ElementCall {
 
 /// One call's loop for one-element blocks, and its place in its class's
 /// measurement.
-pub(super) struct ElementLoop(Pick);
+pub(super) struct ElementLoop {
+    pick: Pick,
+    /// The vector loop the call would take when the pick says vector.
+    kind: Option<VectorKind>,
+}
 
 impl ElementLoop {
     /// The loop for `call` writing `out_bytes` on `tasks` tasks: forced
@@ -135,48 +139,55 @@ impl ElementLoop {
         out_bytes: usize,
         tasks: usize,
     ) -> ElementLoop {
-        let fixed = |vector| ElementLoop(Pick::fixed(vector));
+        let fixed = |kind: Option<VectorKind>| ElementLoop {
+            pick: Pick::fixed(kind.is_some()),
+            kind,
+        };
         let Some(kind) = call.vector_kind() else {
-            return fixed(false);
+            return fixed(None);
         };
         let table = match kind {
             VectorKind::Windows => &MEASURED_WINDOWS,
             VectorKind::Gathers => &MEASURED,
         };
         match knob {
-            WordGather::Scalar => fixed(false),
-            WordGather::Vector => fixed(true),
-            _ if cfg!(miri) => fixed(false),
+            WordGather::Scalar => fixed(None),
+            WordGather::Vector => fixed(Some(kind)),
+            _ if cfg!(miri) => fixed(None),
             _ if out_bytes < MEASURED_MIN_OUTPUT => fixed(
-                kind == VectorKind::Windows && call.inner == 1 && out_bytes >= WINDOWS_MIN_OUTPUT,
+                (kind == VectorKind::Windows && call.inner == 1 && out_bytes >= WINDOWS_MIN_OUTPUT)
+                    .then_some(kind),
             ),
             // Where GatherElements' first-use measurement found the gathers
             // far behind (microcoded), no call times them: on the Ice Lake
             // one such call ran 15-20x slower than the scalar loop.
-            _ if kind == VectorKind::Gathers && vector_far_behind(call.word, 4) => fixed(false),
+            _ if kind == VectorKind::Gathers && vector_far_behind(call.word, 4) => fixed(None),
             _ => {
                 let block = call.block_bytes();
                 let slab_bytes = call.axis_size.saturating_mul(block);
                 let slot = CLASSES.slot(block, slab_bytes, tasks);
-                ElementLoop(Pick::measured(table, slot, true, || false))
+                ElementLoop {
+                    pick: Pick::measured(table, slot, true, || false),
+                    kind: Some(kind),
+                }
             }
         }
     }
 
-    /// A vector loop rather than the scalar one.
-    pub(super) fn vector(&self) -> bool {
-        self.0.second
+    /// The vector loop the call takes, or `None` for the scalar loop.
+    pub(super) fn vector(&self) -> Option<VectorKind> {
+        self.kind.filter(|_| self.pick.second)
     }
 
     /// Whether this call's time joins a measurement.
     #[cfg(test)]
     fn timed(&self) -> bool {
-        self.0.is_timed()
+        self.pick.is_timed()
     }
 
     /// The call has written `out_bytes`: its time joins its class's.
     pub(super) fn done(self, out_bytes: usize) {
-        self.0.done(out_bytes);
+        self.pick.done(out_bytes);
     }
 }
 
@@ -213,7 +224,7 @@ impl Elements {
         let out_bytes = plan.output_len.saturating_mul(word);
         let tasks = parallel::tasks(out_bytes, plan.output_len / plan.inner.max(1));
         let chosen = ElementLoop::choose(knobs::in_force().word_gather, call, out_bytes, tasks);
-        let vector = match chosen.vector().then(|| call.vector_kind()).flatten() {
+        let vector = match chosen.vector() {
             Some(VectorKind::Windows) => {
                 WindowPermute::new(resolved, plan.axis_size, call.block_bytes(), call.slabs)
                     .map(VectorLoop::Windows)
@@ -224,6 +235,14 @@ impl Elements {
                 resolved.iter().map(|&i| i as i32).collect(),
             )),
             None => None,
+        };
+        // A table the windows cannot build (never: `vector_kind` checked
+        // what `WindowPermute::new` does, and resolved indices are below
+        // the axis) sends the call to the scalar loop untimed, so that no
+        // class times the scalar loop as its vector one.
+        let chosen = match (chosen.vector(), &vector) {
+            (Some(_), None) => ElementLoop::choose(WordGather::Scalar, call, out_bytes, tasks),
+            _ => chosen,
         };
         Elements { chosen, vector }
     }
@@ -292,7 +311,10 @@ mod tests {
         let measured = ElementLoop::choose(WordGather::Auto, batches, 16 << 20, 1);
         let timed = avx2 && !cfg!(miri) && !vector_far_behind(4, 4);
         assert_eq!(measured.timed(), timed);
-        assert!(!measured.vector(), "the scalar loop is timed first");
+        assert!(
+            measured.vector().is_none(),
+            "the scalar loop is timed first"
+        );
         let mut not_plain = call(1, 256, Some(256), 1 << 16);
         not_plain.plain = false;
         for unmeasured in [
@@ -303,10 +325,10 @@ mod tests {
             ElementLoop::choose(WordGather::Vector, not_plain, 16 << 20, 1),
             ElementLoop::choose(WordGather::Scalar, call(8, 128, None, 1 << 14), 16 << 20, 2),
         ] {
-            assert!(!unmeasured.vector() && !unmeasured.timed());
+            assert!(unmeasured.vector().is_none() && !unmeasured.timed());
         }
         let forced = ElementLoop::choose(WordGather::Vector, call(8, 128, None, 8), 1 << 10, 2);
-        assert_eq!(forced.vector(), avx2);
+        assert_eq!(forced.vector(), avx2.then_some(VectorKind::Gathers));
     }
 
     /// With the windows: timed from 1 MiB of output, taken untimed from
@@ -320,12 +342,13 @@ mod tests {
         let measured = ElementLoop::choose(WordGather::Auto, bytes, 16 << 20, 1);
         assert_eq!(measured.timed(), windows && !cfg!(miri));
         let mid = ElementLoop::choose(WordGather::Auto, bytes, 256 << 10, 1);
-        assert_eq!(mid.vector(), windows && !cfg!(miri));
+        let taken = (windows && !cfg!(miri)).then_some(VectorKind::Windows);
+        assert_eq!(mid.vector(), taken);
         assert!(!mid.timed());
         let small = ElementLoop::choose(WordGather::Auto, bytes, 32 << 10, 1);
-        assert!(!small.vector() && !small.timed());
+        assert!(small.vector().is_none() && !small.timed());
         let forced = ElementLoop::choose(WordGather::Vector, bytes, 1 << 10, 1);
-        assert_eq!(forced.vector(), windows);
+        assert_eq!(forced.vector(), windows.then_some(VectorKind::Windows));
         // Pixels of three bytes: windows only where timed or forced.
         let pixels = ElementCall {
             inner: 3,
@@ -333,11 +356,11 @@ mod tests {
         };
         assert_eq!(pixels.vector_kind(), windows.then_some(VectorKind::Windows));
         let mid = ElementLoop::choose(WordGather::Auto, pixels, 256 << 10, 1);
-        assert!(!mid.vector() && !mid.timed());
+        assert!(mid.vector().is_none() && !mid.timed());
         let measured = ElementLoop::choose(WordGather::Auto, pixels, 4 << 20, 1);
         assert_eq!(measured.timed(), windows && !cfg!(miri));
         let forced = ElementLoop::choose(WordGather::Vector, pixels, 256 << 10, 1);
-        assert_eq!(forced.vector(), windows);
+        assert_eq!(forced.vector(), windows.then_some(VectorKind::Windows));
         // Slabs past 1 KiB, or fewer than eight: 4- and 8-byte words fall
         // to the gathers, shorter ones to the scalar loop.
         let avx2 = avx2_available();
