@@ -2,6 +2,7 @@
 """Does the machine give two threads more memory bandwidth than one, and since when?
 
     python3 scripts/bandwidth_phases.py [--seconds 120] [--mib 128] [--every 10]
+    python3 scripts/bandwidth_phases.py --trace 120 [--mib 16]
 
 Copies MIB MiB (numpy `copyto`, preallocated, as the peer harness's copy
 probe) on one thread, then on two (each half on its own thread, numpy
@@ -14,6 +15,14 @@ ratio, and the fill tells what writing an output alone costs; on the
 2-core VM these benchmarks run on the ratio stays near 1.0 for minutes,
 then near 2 for minutes (see docs/performance.md), so it
 tells which phase a benchmark ran in.
+
+With `--trace CALLS`, the time of each of CALLS one-thread calls in a row
+of `np.add` on three arrays of MIB MiB (two read, one written), in
+milliseconds: on the same VM a call takes one of two times, the slower
+about 2.5x the faster, in stretches of a few calls to a few dozen, the
+medians above hiding it. A benchmark whose calls land in the slow
+stretches for one library and the fast for another reports the machine,
+not the libraries (docs/performance.md, "Measuring").
 """
 
 from __future__ import annotations
@@ -31,7 +40,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=120.0)
     ap.add_argument("--mib", type=int, default=128, help="bytes copied per sample, in MiB")
     ap.add_argument("--every", type=float, default=10.0, help="window of the printed medians, in seconds")
+    ap.add_argument("--trace", type=int, default=0, help="print the time of each of this many one-thread adds instead")
     args = ap.parse_args()
+    if args.trace:
+        trace(args.trace, args.mib)
+        return
     n = args.mib << 20
     src = np.ones(n // 4, np.float32)
     dst = np.zeros_like(src)
@@ -73,6 +86,21 @@ def main() -> None:
         ones.append(rate(one_thread, 2 * n))
         twos.append(rate(two_threads, 2 * n))
         fills.append(rate(fill_two_threads, n))
+
+
+def trace(calls: int, mib: int) -> None:
+    """Each of `calls` one-thread `np.add` calls' time, in a row."""
+    a, b = np.ones((mib << 20) // 4, np.float32), np.ones((mib << 20) // 4, np.float32)
+    out = np.empty_like(a)
+    np.add(a, b, out=out)
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        np.add(a, b, out=out)
+        times.append((time.perf_counter() - start) * 1e3)
+    print(f"np.add of 3 x {mib} MiB, one thread, ms a call in order:")
+    print(" ".join(f"{t:.1f}" for t in times))
+    print(f"least {min(times):.2f}, median {statistics.median(times):.2f}, most {max(times):.2f}")
 
 
 if __name__ == "__main__":
