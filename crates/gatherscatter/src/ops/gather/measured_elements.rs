@@ -9,7 +9,8 @@
 //! 1 MiB or more time both loops ([`crate::mem::measured`]), each vector
 //! loop in classes of its own, unless the first-use measurement of
 //! GatherElements' loops found the gathers far behind; smaller calls take
-//! the scalar loop, save the windows from 64 KiB of output (below).
+//! the scalar loop, save the windows of short slabs from 64 KiB of output
+//! (below).
 //!
 //! 16 MiB of float32 in slabs of 256 elements, one thread, a loop outside
 //! the library: on a 2-vCPU Intel Xeon family 6 model 167, scalar 1.56 ms
@@ -45,15 +46,45 @@ const CLASSES: SizeClasses = SizeClasses {
 /// Outputs from this size on are measured: long enough to time.
 const MEASURED_MIN_OUTPUT: usize = 1 << 20;
 
-/// Windows of one-element blocks are taken without timing from this
-/// output size up to [`MEASURED_MIN_OUTPUT`]: at 1 MiB and above they
-/// were 1.5-7x faster than the scalar loop at every window width measured
-/// (`windows`), and from 64 KiB a call's table is at most an eighth of its
-/// output (a table serves at least eight groups). Blocks of several
-/// elements, whose loops copy a fixed-length block at a time, were not
-/// measured against it on a VBMI CPU: they take the windows only where
-/// a call times them, from 1 MiB.
+/// Windows are taken without timing from this output size up to
+/// [`MEASURED_MIN_OUTPUT`], from slabs up to [`untimed_windows_max_slab`]:
+/// from 64 KiB a call's table is at most an eighth of its output (a
+/// table serves at least eight groups).
 const WINDOWS_MIN_OUTPUT: usize = 64 << 10;
+
+/// The largest data slab whose windows a call writing `out_bytes`, 64 KiB
+/// to 1 MiB, takes untimed: where they ran at least 1.25x the scalar
+/// loop's speed. The windows' time grows with the slab (wider windows,
+/// more permutes a vector) and their table's share falls with the output;
+/// the scalar loop's time falls with the word or block it copies. So wide
+/// words from wide slabs keep the scalar loop until a call times both,
+/// and from 256 KiB of output the limit doubles. Gather along the middle
+/// axis, one thread, µs scalar -> windows, 2-vCPU AMD EPYC family 25 model
+/// 17 (Zen 4), 2026-12-07, at 64 KiB: one-element blocks from 1 KiB slabs,
+/// int8 23.6 -> 9.9, float16 15.4 -> 9.9, float32 9.5 -> 9.0, float64 5.8
+/// -> 8.8, complex128 4.8 -> 8.7; from 512 B slabs float32 10.3 -> 6.0,
+/// float64 6.6 -> 6.0, complex128 5.4 -> 5.8; from 256 B slabs float64
+/// 8.2 -> 4.7, complex128 6.8 -> 4.5; blocks of 8 bytes from 1 KiB slabs
+/// (int8 x 8, float16 x 4, float32 x 2) 11.2-11.4 -> 8.7-8.9, of 2 and 4
+/// bytes 20.6-40.9 -> 8.9-9.9; 16-byte blocks from 1 KiB slabs 7.2 ->
+/// 8.7, from 512 B 7.6 -> 5.8. At 256 KiB: one-element float32 from 1 KiB
+/// slabs 34.2 -> 20.3, float64 22.7 -> 14.0 from 512 B and 19.6 -> 20.2
+/// from 1 KiB, complex128 18.1 -> 13.4 from 512 B and 15.5 -> 19.7 from 1
+/// KiB; 16-byte blocks from 1 KiB slabs 25.0 -> 19.7.
+fn untimed_windows_max_slab(call: ElementCall, out_bytes: usize) -> usize {
+    let at_64_kib = match (call.inner, call.block_bytes()) {
+        (1, 1 | 2) => 1 << 10,
+        (1, 4) => 512,
+        (1, _) => 256,
+        (_, 0..=8) => 1 << 10,
+        _ => 512,
+    };
+    if out_bytes >= 256 << 10 {
+        at_64_kib * 2
+    } else {
+        at_64_kib
+    }
+}
 
 /// This process's measurements: the scalar loop first, the AVX2 gathers
 /// second.
@@ -131,7 +162,8 @@ pub(super) struct ElementLoop {
 impl ElementLoop {
     /// The loop for `call` writing `out_bytes` on `tasks` tasks: forced
     /// by `knob`, or under `auto` measured for the call's class from 1 MiB
-    /// of output, the scalar loop below (the windows from 64 KiB). Without
+    /// of output, the scalar loop below (the windows of short slabs from
+    /// 64 KiB). Without
     /// a vector loop for the call, the scalar loop whatever the knob.
     pub(super) fn choose(
         knob: WordGather,
@@ -155,8 +187,11 @@ impl ElementLoop {
             WordGather::Vector => fixed(Some(kind)),
             _ if cfg!(miri) => fixed(None),
             _ if out_bytes < MEASURED_MIN_OUTPUT => fixed(
-                (kind == VectorKind::Windows && call.inner == 1 && out_bytes >= WINDOWS_MIN_OUTPUT)
-                    .then_some(kind),
+                (kind == VectorKind::Windows
+                    && out_bytes >= WINDOWS_MIN_OUTPUT
+                    && call.axis_size.saturating_mul(call.block_bytes())
+                        <= untimed_windows_max_slab(call, out_bytes))
+                .then_some(kind),
             ),
             // Where GatherElements' first-use measurement found the gathers
             // far behind (microcoded), no call times them: on the Ice Lake
@@ -332,35 +367,73 @@ mod tests {
     }
 
     /// With the windows: timed from 1 MiB of output, taken untimed from
-    /// 64 KiB for one-element blocks, the scalar loop below; forced by the
-    /// knob either way.
+    /// 64 KiB where the slab is short for the word or block, the scalar
+    /// loop below; forced by the knob either way.
     #[test]
-    fn auto_takes_the_windows_from_64_kib_and_measures_them_from_1_mib() {
+    fn auto_takes_the_windows_of_short_slabs_from_64_kib_and_measures_them_from_1_mib() {
         let bytes = call(1, 256, Some(256), 1 << 16);
         let windows = windows::available();
+        let taken = (windows && !cfg!(miri)).then_some(VectorKind::Windows);
         assert_eq!(bytes.vector_kind(), windows.then_some(VectorKind::Windows));
         let measured = ElementLoop::choose(WordGather::Auto, bytes, 16 << 20, 1);
         assert_eq!(measured.timed(), windows && !cfg!(miri));
         let mid = ElementLoop::choose(WordGather::Auto, bytes, 256 << 10, 1);
-        let taken = (windows && !cfg!(miri)).then_some(VectorKind::Windows);
         assert_eq!(mid.vector(), taken);
         assert!(!mid.timed());
         let small = ElementLoop::choose(WordGather::Auto, bytes, 32 << 10, 1);
         assert!(small.vector().is_none() && !small.timed());
         let forced = ElementLoop::choose(WordGather::Vector, bytes, 1 << 10, 1);
         assert_eq!(forced.vector(), windows.then_some(VectorKind::Windows));
-        // Pixels of three bytes: windows only where timed or forced.
+        // Pixels of three bytes from slabs of 255: blocks of several
+        // elements take them untimed too.
         let pixels = ElementCall {
             inner: 3,
             ..call(1, 85, Some(85), 1 << 12)
         };
         assert_eq!(pixels.vector_kind(), windows.then_some(VectorKind::Windows));
         let mid = ElementLoop::choose(WordGather::Auto, pixels, 256 << 10, 1);
-        assert!(mid.vector().is_none() && !mid.timed());
-        let measured = ElementLoop::choose(WordGather::Auto, pixels, 4 << 20, 1);
-        assert_eq!(measured.timed(), windows && !cfg!(miri));
-        let forced = ElementLoop::choose(WordGather::Vector, pixels, 256 << 10, 1);
-        assert_eq!(forced.vector(), windows.then_some(VectorKind::Windows));
+        assert_eq!(mid.vector(), taken);
+        assert!(!mid.timed());
+        // Wide words or blocks from wide slabs: the scalar loop until
+        // timed, which a call of 1 MiB is; from 256 KiB the slabs may be
+        // twice as wide.
+        let float64 = call(8, 128, Some(128), 1 << 10);
+        let complex = call(16, 64, Some(64), 1 << 10);
+        let quads = ElementCall {
+            inner: 4,
+            ..call(4, 64, Some(64), 1 << 10)
+        };
+        let wider_complex = call(16, 32, Some(32), 1 << 10);
+        for (wide, out_bytes) in [
+            (float64, 128 << 10),
+            (float64, 512 << 10),
+            (complex, 512 << 10),
+            (quads, 128 << 10),
+            (wider_complex, 128 << 10),
+        ] {
+            let mid = ElementLoop::choose(WordGather::Auto, wide, out_bytes, 1);
+            assert!(mid.vector().is_none() && !mid.timed(), "{wide:?}");
+            let measured = ElementLoop::choose(WordGather::Auto, wide, 1 << 20, 1);
+            assert_eq!(measured.timed(), windows && !cfg!(miri), "{wide:?}");
+        }
+        for wider in [quads, wider_complex] {
+            let mid = ElementLoop::choose(WordGather::Auto, wider, 256 << 10, 1);
+            assert_eq!(mid.vector(), taken, "{wider:?}");
+        }
+        for short in [
+            call(8, 32, Some(32), 1 << 10),
+            ElementCall {
+                inner: 4,
+                ..call(4, 32, Some(32), 1 << 10)
+            },
+            ElementCall {
+                inner: 2,
+                ..call(4, 128, Some(128), 1 << 10)
+            },
+        ] {
+            let mid = ElementLoop::choose(WordGather::Auto, short, 64 << 10, 1);
+            assert_eq!(mid.vector(), taken, "{short:?}");
+        }
         // Slabs past 1 KiB, or fewer than eight: 4- and 8-byte words fall
         // to the gathers, shorter ones to the scalar loop.
         let avx2 = avx2_available();
