@@ -9,7 +9,7 @@
 //! 1 MiB or more time both loops ([`crate::mem::measured`]), each vector
 //! loop in classes of its own, unless the first-use measurement of
 //! GatherElements' loops found the gathers far behind; smaller calls take
-//! the scalar loop, save the windows of short slabs from 64 KiB of output
+//! the scalar loop, save the windows of short slabs from 8 KiB of output
 //! (below).
 //!
 //! 16 MiB of float32 in slabs of 256 elements, one thread, a loop outside
@@ -47,42 +47,62 @@ const CLASSES: SizeClasses = SizeClasses {
 const MEASURED_MIN_OUTPUT: usize = 1 << 20;
 
 /// Windows are taken without timing from this output size up to
-/// [`MEASURED_MIN_OUTPUT`], from slabs up to [`untimed_windows_max_slab`]:
-/// from 64 KiB a call's table is at most an eighth of its output (a
-/// table serves at least eight groups).
-const WINDOWS_MIN_OUTPUT: usize = 64 << 10;
+/// [`MEASURED_MIN_OUTPUT`], from slabs up to [`untimed_windows_max_slab`].
+/// Below it a call's table and set-up (about 2 µs on the Zen 4) are a
+/// large share of its time: at 8 KiB the windows still ran 1.3-2.8x the
+/// scalar loop's speed from slabs of 64 and 128 B, not measured below.
+const WINDOWS_MIN_OUTPUT: usize = 8 << 10;
 
-/// The largest data slab whose windows a call writing `out_bytes`, 64 KiB
+/// The largest data slab whose windows a call writing `out_bytes`, 8 KiB
 /// to 1 MiB, takes untimed: where they ran at least 1.25x the scalar
 /// loop's speed. The windows' time grows with the slab (wider windows,
 /// more permutes a vector) and their table's share falls with the output;
 /// the scalar loop's time falls with the word or block it copies. So wide
-/// words from wide slabs keep the scalar loop until a call times both,
-/// and from 256 KiB of output the limit doubles. Gather along the middle
-/// axis, one thread, µs scalar -> windows, 2-vCPU AMD EPYC family 25 model
-/// 17 (Zen 4), 2026-12-07, at 64 KiB: one-element blocks from 1 KiB slabs,
-/// int8 23.6 -> 9.9, float16 15.4 -> 9.9, float32 9.5 -> 9.0, float64 5.8
-/// -> 8.8, complex128 4.8 -> 8.7; from 512 B slabs float32 10.3 -> 6.0,
-/// float64 6.6 -> 6.0, complex128 5.4 -> 5.8; from 256 B slabs float64
-/// 8.2 -> 4.7, complex128 6.8 -> 4.5; blocks of 8 bytes from 1 KiB slabs
-/// (int8 x 8, float16 x 4, float32 x 2) 11.2-11.4 -> 8.7-8.9, of 2 and 4
-/// bytes 20.6-40.9 -> 8.9-9.9; 16-byte blocks from 1 KiB slabs 7.2 ->
-/// 8.7, from 512 B 7.6 -> 5.8. At 256 KiB: one-element float32 from 1 KiB
-/// slabs 34.2 -> 20.3, float64 22.7 -> 14.0 from 512 B and 19.6 -> 20.2
-/// from 1 KiB, complex128 18.1 -> 13.4 from 512 B and 15.5 -> 19.7 from 1
-/// KiB; 16-byte blocks from 1 KiB slabs 25.0 -> 19.7.
+/// words from wide slabs keep the scalar loop until a call times both;
+/// below 64 KiB the limit shrinks with the output, from 256 KiB it
+/// doubles. Gather along the middle axis, one thread, µs scalar ->
+/// windows, 2-vCPU AMD EPYC family 25 model 17 (Zen 4), 2026-12-07, at
+/// 64 KiB: one-element blocks from 1 KiB slabs, int8 23.6 -> 9.9, float16
+/// 15.4 -> 9.9, float32 9.5 -> 9.0, float64 5.8 -> 8.8, complex128 4.8 ->
+/// 8.7; from 512 B slabs float32 10.3 -> 6.0, float64 6.6 -> 6.0,
+/// complex128 5.4 -> 5.8; from 256 B slabs float64 8.2 -> 4.7, complex128
+/// 6.8 -> 4.5; blocks of 8 bytes from 1 KiB slabs (int8 x 8, float16 x 4,
+/// float32 x 2) 11.2-11.4 -> 8.7-8.9, of 2 and 4 bytes 20.6-40.9 ->
+/// 8.9-9.9; 16-byte blocks from 1 KiB slabs 7.2 -> 8.7, from 512 B 7.6 ->
+/// 5.8. At 256 KiB: one-element float32 from 1 KiB slabs 34.2 -> 20.3,
+/// float64 22.7 -> 14.0 from 512 B and 19.6 -> 20.2 from 1 KiB, complex128
+/// 18.1 -> 13.4 from 512 B and 15.5 -> 19.7 from 1 KiB; 16-byte blocks
+/// from 1 KiB slabs 25.0 -> 19.7. At 16 KiB, at the limits: one-element
+/// int8 from 256 B slabs 7.4 -> 3.0 (from 1 KiB 12.6 -> 12.0), float32
+/// from 128 B 6.4 -> 3.7 (from 512 B 3.5 -> 3.9), float64 from 64 B 4.6 ->
+/// 2.3 (from 256 B 2.9 -> 2.7); 8-byte blocks from 256 B 3.7 -> 2.8 (from
+/// 512 B 3.6 -> 3.8); 16-byte blocks from 128 B 3.1 -> 2.3 (from 256 B 2.7
+/// -> 2.7). At 32 KiB the same held at half the 64 KiB limits, at 8 KiB at
+/// an eighth (int8 pairs from 128 B slabs 5.8 -> 2.3, 16-byte blocks from
+/// 64 B 2.5 -> 2.0); one-element bytes and blocks of 2 and 4 bytes did
+/// at twice that (at 16 KiB from 512 B slabs: int8 7.1 -> 4.4, pairs 9.9
+/// -> 4.7, quads 5.7 -> 3.9; at 8 KiB from 256 B, 4.3 -> 2.8, 5.6 -> 2.9,
+/// 3.5 -> 2.5; at 32 KiB pairs from 1 KiB 18.7 -> 8.7).
 fn untimed_windows_max_slab(call: ElementCall, out_bytes: usize) -> usize {
+    // The limit at 64 KiB of output; for bytes and blocks of up to four
+    // bytes past the windows' 1 KiB, so that it is 1 KiB at 32 KiB.
     let at_64_kib = match (call.inner, call.block_bytes()) {
-        (1, 1 | 2) => 1 << 10,
+        (1, 1) => 2 << 10,
+        (1, 2) => 1 << 10,
         (1, 4) => 512,
         (1, _) => 256,
+        (_, 0..=4) => 2 << 10,
         (_, 0..=8) => 1 << 10,
         _ => 512,
     };
     if out_bytes >= 256 << 10 {
         at_64_kib * 2
-    } else {
+    } else if out_bytes >= 64 << 10 {
         at_64_kib
+    } else {
+        // Below 64 KiB, in proportion to the output (no overflow: both
+        // factors are small).
+        at_64_kib * out_bytes / (64 << 10)
     }
 }
 
@@ -163,7 +183,7 @@ impl ElementLoop {
     /// The loop for `call` writing `out_bytes` on `tasks` tasks: forced
     /// by `knob`, or under `auto` measured for the call's class from 1 MiB
     /// of output, the scalar loop below (the windows of short slabs from
-    /// 64 KiB). Without
+    /// 8 KiB). Without
     /// a vector loop for the call, the scalar loop whatever the knob.
     pub(super) fn choose(
         knob: WordGather,
@@ -367,10 +387,10 @@ mod tests {
     }
 
     /// With the windows: timed from 1 MiB of output, taken untimed from
-    /// 64 KiB where the slab is short for the word or block, the scalar
-    /// loop below; forced by the knob either way.
+    /// 8 KiB where the slab is short for the word, block and output, the
+    /// scalar loop otherwise; forced by the knob either way.
     #[test]
-    fn auto_takes_the_windows_of_short_slabs_from_64_kib_and_measures_them_from_1_mib() {
+    fn auto_takes_the_windows_of_short_slabs_from_8_kib_and_measures_them_from_1_mib() {
         let bytes = call(1, 256, Some(256), 1 << 16);
         let windows = windows::available();
         let taken = (windows && !cfg!(miri)).then_some(VectorKind::Windows);
@@ -380,8 +400,22 @@ mod tests {
         let mid = ElementLoop::choose(WordGather::Auto, bytes, 256 << 10, 1);
         assert_eq!(mid.vector(), taken);
         assert!(!mid.timed());
-        let small = ElementLoop::choose(WordGather::Auto, bytes, 32 << 10, 1);
+        // Below 64 KiB the slabs may be narrower in proportion, down to
+        // 8 KiB: 256 B slabs of bytes from 8 KiB, not below.
+        let small = ElementLoop::choose(WordGather::Auto, bytes, 16 << 10, 1);
+        assert_eq!(small.vector(), taken);
+        let tiny = ElementLoop::choose(WordGather::Auto, bytes, 8 << 10, 1);
+        assert_eq!(tiny.vector(), taken);
+        let tinier = ElementLoop::choose(WordGather::Auto, bytes, 4 << 10, 1);
+        assert!(tinier.vector().is_none() && !tinier.timed());
+        let halves = call(2, 256, Some(256), 1 << 10);
+        let tiny = ElementLoop::choose(WordGather::Auto, halves, 8 << 10, 1);
+        assert!(tiny.vector().is_none() && !tiny.timed());
+        let doubles = call(8, 16, Some(16), 1 << 10);
+        let small = ElementLoop::choose(WordGather::Auto, doubles, 16 << 10, 1);
         assert!(small.vector().is_none() && !small.timed());
+        let small = ElementLoop::choose(WordGather::Auto, doubles, 32 << 10, 1);
+        assert_eq!(small.vector(), taken);
         let forced = ElementLoop::choose(WordGather::Vector, bytes, 1 << 10, 1);
         assert_eq!(forced.vector(), windows.then_some(VectorKind::Windows));
         // Pixels of three bytes from slabs of 255: blocks of several
