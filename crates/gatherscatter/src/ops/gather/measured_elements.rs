@@ -149,11 +149,16 @@ impl ElementCall {
         self.inner.saturating_mul(self.word)
     }
 
+    /// Bytes a data slab.
+    fn slab_bytes(&self) -> usize {
+        self.axis_size.saturating_mul(self.block_bytes())
+    }
+
     /// The vector loop this call could take, if any: the windows for
     /// blocks of up to 16 bytes, the gathers for one-element blocks.
     fn vector_kind(&self) -> Option<VectorKind> {
         let block = self.block_bytes();
-        let slab_bytes = self.axis_size.saturating_mul(block);
+        let slab_bytes = self.slab_bytes();
         let windows = self.per_slab.is_some_and(|count| {
             self.plain
                 && block <= MAX_WINDOW_BLOCK
@@ -209,8 +214,7 @@ impl ElementLoop {
             _ if out_bytes < MEASURED_MIN_OUTPUT => fixed(
                 (kind == VectorKind::Windows
                     && out_bytes >= WINDOWS_MIN_OUTPUT
-                    && call.axis_size.saturating_mul(call.block_bytes())
-                        <= untimed_windows_max_slab(call, out_bytes))
+                    && call.slab_bytes() <= untimed_windows_max_slab(call, out_bytes))
                 .then_some(kind),
             ),
             // Where GatherElements' first-use measurement found the gathers
@@ -218,9 +222,7 @@ impl ElementLoop {
             // one such call ran 15-20x slower than the scalar loop.
             _ if kind == VectorKind::Gathers && vector_far_behind(call.word, 4) => fixed(None),
             _ => {
-                let block = call.block_bytes();
-                let slab_bytes = call.axis_size.saturating_mul(block);
-                let slot = CLASSES.slot(block, slab_bytes, tasks);
+                let slot = CLASSES.slot(call.block_bytes(), call.slab_bytes(), tasks);
                 ElementLoop {
                     pick: Pick::measured(table, slot, true, || false),
                     kind: Some(kind),
