@@ -430,6 +430,10 @@ mod tests {
         let mid = ElementLoop::choose(WordGather::Auto, pixels, 256 << 10, 1);
         assert_eq!(mid.vector(), taken);
         assert!(!mid.timed());
+        let measured = ElementLoop::choose(WordGather::Auto, pixels, 4 << 20, 1);
+        assert_eq!(measured.timed(), windows && !cfg!(miri));
+        let forced = ElementLoop::choose(WordGather::Vector, pixels, 256 << 10, 1);
+        assert_eq!(forced.vector(), windows.then_some(VectorKind::Windows));
         // Wide words or blocks from wide slabs: the scalar loop until
         // timed, which a call of 1 MiB is; from 256 KiB the slabs may be
         // twice as wide.
