@@ -347,9 +347,14 @@ def main() -> int:
             f"{row[f'{t}t']['speed_up']:.2f}x (copy {row[f'{t}t']['copy_s'] * 1e3:.2f} ms)"
             for t in thread_counts)
         print(f"{cell.op} | {cell.label} | {text}", flush=True)
+    # What the measured strategies kept, to tell a mis-picked class from a
+    # slow kernel when a cell is below the bar.
+    import gatherscatter as gs
+    report = gs.tuning_report()
+    print(report.replace(" | ", "\n  "), flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows}, f, indent=1)
+            json.dump({"rows": rows, "tuning_report": report}, f, indent=1)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(table(rows, thread_counts))
