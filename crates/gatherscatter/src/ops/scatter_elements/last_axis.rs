@@ -18,7 +18,7 @@
 //! KiB (float32 rows of 256: 5.7), also with the index and update arrays
 //! moved off the output's offset in its pages.
 
-use crate::index::{first_beyond, position_shifted, KernelIndex};
+use crate::index::{position_shifted, KernelIndex};
 use crate::mem::prefetch::{prefetch_streams, STREAM_AHEAD, STREAM_CHUNK};
 use crate::mem::uninit::Slot;
 use crate::reduction::Combine;
@@ -81,17 +81,14 @@ pub(super) fn copy_and_apply_rows<W: Clone, O: Slot<W>, C: Combine<W>, X: Kernel
                 }),
                 false => apply_row::<W, C, X>(out_row, idx, upd, shift, |_| ()),
             };
-            if applied.is_err() {
-                // Found again by position: the loop keeps no count.
-                return Err(at + first_beyond(idx, rows.negative_shift, data_row));
-            }
+            applied.map_err(|j| at + j)?;
         }
     }
     Ok(())
 }
 
-/// Combine each of `upd` into `out_row` at its index; `Err` at the first
-/// index out of the row's range.
+/// Combine each of `upd` into `out_row` at its index; `Err(j)` at the
+/// first index out of the row's range, the updates before it applied.
 ///
 /// Whole groups of [`STREAM_CHUNK`] go through a loop of that constant
 /// length, which compiles to straight-line code, and the indices are first
@@ -115,12 +112,12 @@ fn apply_row<W, C: Combine<W>, X: KernelIndex>(
     upd: &[W],
     negative_shift: i64,
     ahead: impl Fn(usize),
-) -> Result<(), ()> {
+) -> Result<(), usize> {
     let Err(done) = apply_groups::<W, C, X>(out_row, (idx, upd), 0, 0, &ahead) else {
         return Ok(());
     };
     let rest = (&idx[done..], &upd[done..]);
-    apply_groups::<W, C, X>(out_row, rest, negative_shift, done, &ahead).map_err(|_| ())
+    apply_groups::<W, C, X>(out_row, rest, negative_shift, done, &ahead).map_err(|k| done + k)
 }
 
 /// [`apply_row`] from the row's update `first` on, each negative index
