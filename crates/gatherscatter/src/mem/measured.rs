@@ -17,6 +17,17 @@
 //! same result, so the choice changes only the time. It costs two clock
 //! reads a call, and is used only for calls that move megabytes.
 //!
+//! A verdict is checked again now and then: after 16 calls of a class
+//! once it settled, the next two take the strategy it lost to, and again
+//! after 64, 256, 1024, ... calls (four times as many each time), the
+//! first of those two uncounted as above. Each strategy keeps its best time across
+//! every call timed, so a strategy whose two timed calls fell in a slow
+//! stretch of a shared machine wins when a later one shows it faster: a
+//! ScatterElements class on an AMD EPYC family 25 model 17 kept the
+//! stream prefetch at 271 ps a byte after its two calls without it took
+//! 464 (253 in every other process that day). The re-checks are one call
+//! in eight after settling, then ever fewer.
+//!
 //! Each measured choice hands its kernel a [`Pick`]: the strategy, and
 //! while the class is measuring the start of the call's timing, which
 //! [`Pick::done`] adds to the class's table when the call has written its
@@ -42,6 +53,27 @@ pub(crate) const CALLS_TO_SETTLE: u32 = 2 * CALLS_EACH;
 /// until its times settle ([`TwoWays::until_settled`]).
 pub(crate) const MAX_CALLS_EACH: u32 = 6;
 
+/// The calls of a settled class after which its verdict is first checked
+/// again; later checks come after four times as many calls each.
+const FIRST_RECHECK: u32 = 16;
+
+/// Where a settled class's call number `n` (counted from 0 after it
+/// settled) falls in its re-checks: `Some(false)` for the first call of
+/// a re-check (it settles the caches and counts no time), `Some(true)`
+/// for the second (timed), `None` for a call that takes the verdict.
+fn recheck(n: u32) -> Option<bool> {
+    // Re-checks start at 16, 64, 256, ...: even powers of two from 16 on.
+    let starts =
+        |x: u32| x >= FIRST_RECHECK && x.is_power_of_two() && x.trailing_zeros().is_multiple_of(2);
+    if starts(n) {
+        Some(false)
+    } else if n > 0 && starts(n - 1) {
+        Some(true)
+    } else {
+        None
+    }
+}
+
 /// One class's measurements: for the first strategy (0) and the second
 /// (1), the calls timed and the best time per output byte, in picoseconds.
 struct Timings {
@@ -50,6 +82,8 @@ struct Timings {
     /// Whether each strategy's latest timed call beat its best before by
     /// the table's settling margin: its run goes on.
     improving: [AtomicBool; 2],
+    /// Calls recorded since the class settled, which place its re-checks.
+    later: AtomicU32,
 }
 
 impl Timings {
@@ -58,6 +92,7 @@ impl Timings {
             calls: [AtomicU32::new(0), AtomicU32::new(0)],
             best_ps_per_byte: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
             improving: [AtomicBool::new(false), AtomicBool::new(false)],
+            later: AtomicU32::new(0),
         }
     }
 
@@ -213,7 +248,8 @@ impl<const N: usize> TwoWays<N> {
 
     /// Whether the next call of class `slot` takes the second strategy:
     /// the first until its run is over, then the second until its run is
-    /// too, then the faster.
+    /// too, then the faster, except in a re-check ([`recheck`]), which
+    /// takes the slower.
     pub(crate) fn second(&self, slot: usize) -> bool {
         let timings = &self.classes[slot];
         if !self.run_done(timings, 0) {
@@ -222,8 +258,22 @@ impl<const N: usize> TwoWays<N> {
         if !self.run_done(timings, 1) {
             return true;
         }
-        let [first, second] = timings.best().map(u128::from);
+        let rechecking = recheck(timings.later.load(Ordering::Relaxed)).is_some();
+        self.verdict(slot) != rechecking
+    }
+
+    /// Whether the second strategy's best time is the lower, by the
+    /// table's margin: the strategy a settled class keeps.
+    fn verdict(&self, slot: usize) -> bool {
+        let [first, second] = self.classes[slot].best().map(u128::from);
         second * (100 + u128::from(self.second_margin_percent)) < first * 100
+    }
+
+    /// Whether the next call of class `slot` is timed for its
+    /// measurement: the class is still measuring, or the call re-checks
+    /// its verdict. Its other calls are counted, not timed.
+    pub(crate) fn measuring(&self, slot: usize) -> bool {
+        !self.settled(slot) || recheck(self.classes[slot].later.load(Ordering::Relaxed)).is_some()
     }
 
     /// Whether class `slot` is done measuring: its choice is fixed.
@@ -233,17 +283,29 @@ impl<const N: usize> TwoWays<N> {
     }
 
     /// Note that a call of class `slot` with the given strategy wrote
-    /// `bytes` in `elapsed`, while the class is still measuring (later
-    /// calls are not recorded, so the choice stays fixed). The first call
-    /// of each strategy is counted but its time is not.
+    /// `bytes` in `elapsed`. While the class is measuring, the first call
+    /// of each strategy is counted but its time is not. Once it is
+    /// settled, each call counts towards the next re-check, and the
+    /// second call of a re-check that took the losing strategy lowers
+    /// that strategy's best time if it beat it.
     pub(crate) fn record(&self, slot: usize, second: bool, bytes: usize, elapsed: Duration) {
         let timings = &self.classes[slot];
-        if self.settled(slot) {
-            return;
-        }
         let ps = elapsed.as_nanos().saturating_mul(1000) / bytes.max(1) as u128;
         let ps = u64::try_from(ps).unwrap_or(u64::MAX);
         let way = usize::from(second);
+        if self.settled(slot) {
+            let n = timings.later.fetch_add(1, Ordering::Relaxed);
+            let Some(counted) = recheck(n) else {
+                return;
+            };
+            if second != self.verdict(slot) {
+                timings.calls[way].fetch_add(1, Ordering::Relaxed);
+                if counted {
+                    timings.best_ps_per_byte[way].fetch_min(ps, Ordering::Relaxed);
+                }
+            }
+            return;
+        }
         if timings.calls[way].fetch_add(1, Ordering::Relaxed) > 0 {
             let before = timings.best_ps_per_byte[way].fetch_min(ps, Ordering::Relaxed);
             let gain = u128::from(ps) * 100
@@ -278,7 +340,7 @@ impl<const N: usize> TwoWays<N> {
                     slot,
                     calls,
                     best_ps_per_byte: t.best(),
-                    second: (!measuring).then(|| self.second(slot)),
+                    second: (!measuring).then(|| self.verdict(slot)),
                 }
             })
             .collect()
@@ -302,7 +364,10 @@ impl<const N: usize> Record for TwoWays<N> {
 pub(crate) struct Pick {
     /// Whether the call takes the second strategy.
     pub second: bool,
+    /// The table, class and start of a call that reports back.
     timing: Option<(&'static dyn Record, usize, Instant)>,
+    /// Whether the call measures its class or re-checks its verdict.
+    measuring: bool,
 }
 
 impl Pick {
@@ -312,35 +377,40 @@ impl Pick {
         Pick {
             second,
             timing: None,
+            measuring: false,
         }
     }
 
-    /// The strategy of a call of class `slot` in `table` under `auto`: the
-    /// class's verdict once it has one; before that, when `may_time` (not
-    /// while another of the call's strategies is timed, so that two
-    /// measurements do not mix), the strategy its measurement takes next,
-    /// timed; otherwise `unmeasured()`.
+    /// The strategy of a call of class `slot` in `table` under `auto`,
+    /// when `may_time` (not while another of the call's strategies is
+    /// timed, so that two measurements do not mix): the strategy its
+    /// measurement or re-check takes next, timed, or the class's verdict,
+    /// counted. When not `may_time`: the verdict once the class has one,
+    /// else `unmeasured()`.
     pub(crate) fn measured<const N: usize>(
         table: &'static TwoWays<N>,
         slot: usize,
         may_time: bool,
         unmeasured: impl FnOnce() -> bool,
     ) -> Pick {
-        if table.settled(slot) {
-            return Pick::fixed(table.second(slot));
-        }
         if !may_time {
-            return Pick::fixed(unmeasured());
+            let second = match table.settled(slot) {
+                true => table.verdict(slot),
+                false => unmeasured(),
+            };
+            return Pick::fixed(second);
         }
         Pick {
             second: table.second(slot),
             timing: Some((table, slot, Instant::now())),
+            measuring: table.measuring(slot),
         }
     }
 
-    /// Whether this call's time joins a measurement.
+    /// Whether this call's time joins a measurement (or a re-check), so
+    /// that the call's other choices take theirs untimed.
     pub(crate) fn is_timed(&self) -> bool {
-        self.timing.is_some()
+        self.measuring
     }
 
     /// The slot of the class this call's time joins, if it is timed.
@@ -572,6 +642,92 @@ mod tests {
         assert!(!fixed.second && !fixed.is_timed());
         fixed.done(1 << 20);
         assert_eq!(TABLE.timed().len(), 1);
+    }
+
+    #[test]
+    fn re_checks_take_two_calls_at_16_64_256_calls_after_settling() {
+        let taken: Vec<(u32, bool)> = (0..1100)
+            .filter_map(|n| recheck(n).map(|counted| (n, counted)))
+            .collect();
+        let starts = [16, 64, 256, 1024];
+        let expected: Vec<(u32, bool)> = starts
+            .iter()
+            .flat_map(|&n| [(n, false), (n + 1, true)])
+            .collect();
+        assert_eq!(taken, expected);
+        assert_eq!(recheck(1 << 30), Some(false));
+        assert_eq!(recheck((1 << 30) + 1), Some(true));
+        assert_eq!(recheck(1 << 29), None);
+        assert_eq!(recheck(u32::MAX), None);
+    }
+
+    #[test]
+    fn a_verdict_made_in_a_slow_stretch_turns_when_a_re_check_times_the_loser_faster() {
+        let measured = TwoWays::<1>::new();
+        let us = Duration::from_micros;
+        // The second strategy's two timed calls fall in a slow stretch:
+        // the first is kept.
+        let (first, second) = ([900, 300, 300].map(us), [900, 500, 500].map(us));
+        replay_measuring(&measured, 0, 1 << 20, [&first, &second]);
+        assert!(measured.settled(0) && !measured.second(0));
+        let calls_of = |measured: &TwoWays<1>| measured.timed()[0].calls;
+        // Sixteen calls keep it, counted and untimed.
+        for _ in 0..16 {
+            assert!(!measured.second(0) && !measured.measuring(0));
+            measured.record(0, false, 1 << 20, us(300));
+        }
+        // The next two take the second; the first's time (fast, as it
+        // may be after a run of the other) does not count.
+        assert!(measured.second(0) && measured.measuring(0));
+        measured.record(0, true, 1 << 20, us(100));
+        assert!(measured.second(0) && measured.measuring(0));
+        assert!(!measured.timed()[0].second.unwrap());
+        measured.record(0, true, 1 << 20, us(250));
+        assert_eq!(calls_of(&measured), [3, 5]);
+        // 250 us beat the first's 300: the second is kept from now on.
+        assert!(measured.second(0) && !measured.measuring(0));
+        assert_eq!(measured.timed()[0].second, Some(true));
+        assert_eq!(measured.timed()[0].best_ps_per_byte[1], 238);
+        // Its re-check at 64 takes the first again; slower, it changes
+        // nothing.
+        for n in 18..64 {
+            assert!(measured.second(0), "call {n}");
+            measured.record(0, true, 1 << 20, us(250));
+        }
+        for _ in 0..2 {
+            assert!(!measured.second(0) && measured.measuring(0));
+            measured.record(0, false, 1 << 20, us(400));
+        }
+        assert!(measured.second(0) && !measured.measuring(0));
+        assert_eq!(calls_of(&measured), [5, 5]);
+        assert_eq!(measured.timed()[0].best_ps_per_byte, [286, 238]);
+    }
+
+    #[test]
+    fn a_settled_pick_is_counted_untimed_and_a_re_checking_one_is_timed() {
+        static TABLE: TwoWays<1> = TwoWays::new();
+        let ms = Duration::from_millis;
+        for (second, elapsed) in [(false, 9), (false, 2), (false, 2)] {
+            TABLE.record(0, second, 1 << 20, ms(elapsed));
+        }
+        for (second, elapsed) in [(true, 9), (true, 3), (true, 3)] {
+            TABLE.record(0, second, 1 << 20, ms(elapsed));
+        }
+        let mut taken = Vec::new();
+        for _ in 0..18 {
+            let pick = Pick::measured(&TABLE, 0, true, || unreachable!());
+            taken.push((pick.second, pick.is_timed()));
+            pick.done(1 << 20);
+        }
+        let verdict = (false, false);
+        let mut expected = vec![verdict; 16];
+        expected.extend([(true, true), (true, true)]);
+        assert_eq!(taken, expected);
+        // The re-check's timed call took microseconds against the first
+        // strategy's 2 ms: the second is kept. A call not allowed to time
+        // takes the verdict, untimed.
+        let held = Pick::measured(&TABLE, 0, false, || unreachable!());
+        assert!(held.second && !held.is_timed());
     }
 
     #[test]

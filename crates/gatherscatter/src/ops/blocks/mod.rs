@@ -199,7 +199,7 @@ pub(crate) fn fill_blocks<B: OutByte, I: Iterator<Item = usize> + Clone>(
 /// Where a copy of `(source, output, row, task)` sizes asks for its rows:
 /// `Some(to_l2)` when `prefetch` forces it or its class has measured it
 /// (or is measuring it on this call), `None` for [`Lookahead::new`]'s
-/// rule; and the class this call's time joins while it measures. Small
+/// rule; and the class this call's time joins. Small
 /// copies, and any under Miri (which cannot time), take the rule.
 fn prefetch_level(
     prefetch: BlockPrefetch,
@@ -214,8 +214,8 @@ fn prefetch_level(
     let Some(class) = measured_level_class(prefetch, sizes, in_source_order) else {
         return (None, None);
     };
-    let timed = (!measured_prefetch::settled(class)).then_some(class);
-    (Some(measured_prefetch::to_l2(class)), timed)
+    // Settled classes too: their calls place the re-checks.
+    (Some(measured_prefetch::to_l2(class)), Some(class))
 }
 
 /// The class whose measurements choose the prefetch level of a copy of
