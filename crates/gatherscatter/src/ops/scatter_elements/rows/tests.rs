@@ -154,3 +154,69 @@ fn row_walks_in_chunks_apply_every_update_and_name_the_first_bad_index() {
         }
     }
 }
+
+/// Short index rows along a middle axis ([`ShortRows`], the index rows
+/// of one data plane taken as a run): rows of 1 to 9 updates, more index
+/// rows than axis positions, negative and duplicate indices, overwrite
+/// and add, all as the naive walk in row-major order. A bad index
+/// anywhere (the first, a run's first and last, the very last; too high,
+/// too low, or negative where negatives are not allowed) is reported at
+/// its position, with the updates before it applied and none after.
+#[test]
+fn short_rows_apply_in_row_major_order_and_fail_at_their_first_bad_index() {
+    let shape = [5, 7, 9];
+    let data: Vec<i64> = (0..315).collect();
+    for row in [1, 3, 8, 9] {
+        let ishape = [5, 10, row];
+        let count = 50 * row;
+        let run = 10 * row;
+        for negative_allowed in [true, false] {
+            let size = shape[1] as i64;
+            let idx: Vec<i64> = (0..count as i64)
+                .map(|k| match negative_allowed {
+                    true => (k * 5 + k / 3) % (2 * size) - size,
+                    false => (k * 5 + k / 3) % size,
+                })
+                .collect();
+            let upd: Vec<i64> = (0..count as i64).map(|k| 1000 + k).collect();
+            let rule = AxisRule {
+                axis: 1,
+                size: shape[1],
+                negative_allowed,
+            };
+            let g = Geometry::new(&shape, &ishape, &rule);
+            // The naive walk of the first `upto` updates.
+            let naive = |idx: &[i64], upto: usize, add: bool| {
+                let mut out = data.clone();
+                for (k, &v) in idx.iter().enumerate().take(upto) {
+                    let (n, j) = (k / run, k % row);
+                    let i = (v + size) % size;
+                    let at = n * 63 + i as usize * 9 + j;
+                    out[at] = if add { out[at] + upd[k] } else { upd[k] };
+                }
+                out
+            };
+            let case = format!("rows of {row}, negatives allowed {negative_allowed}");
+            let mut out = vec![0; data.len()];
+            scatter::<i64, i64, Overwrite, i64>(&data, &mut out, &g, &idx, &upd).unwrap();
+            assert_eq!(out, naive(&idx, count, false), "{case}");
+            scatter::<i64, i64, AddOp, i64>(&data, &mut out, &g, &idx, &upd).unwrap();
+            assert_eq!(out, naive(&idx, count, true), "add, {case}");
+            let mut values = vec![size, -size - 1];
+            if !negative_allowed {
+                values.push(-1);
+            }
+            for bad in [0, 1, run - 1, run, 2 * run + row / 2, count - 1] {
+                for &value in &values {
+                    let mut wrong = idx.clone();
+                    wrong[bad] = value;
+                    let mut out = vec![0; data.len()];
+                    let found = scatter::<i64, i64, AddOp, i64>(&data, &mut out, &g, &wrong, &upd);
+                    let at = format!("{case}, index {value} at {bad}");
+                    assert_eq!(found, Err(bad), "{at}");
+                    assert_eq!(out, naive(&wrong, bad, true), "{at}");
+                }
+            }
+        }
+    }
+}
