@@ -18,22 +18,26 @@
 //! reads a call, and is used only for calls that move megabytes.
 //!
 //! A verdict is checked again now and then: after 16 calls of a class
-//! once it settled, the next two take the strategy it lost to, and again
-//! after 64, 256, 1024, ... calls (four times as many each time), the
-//! first of those two uncounted as above. Each strategy keeps its best time across
-//! every call timed, so a strategy whose two timed calls fell in a slow
-//! stretch of a shared machine wins when a later one shows it faster: a
-//! ScatterElements class on an AMD EPYC family 25 model 17 kept the
-//! stream prefetch at 271 ps a byte after its two calls without it took
-//! 464 (253 in every other process that day). The re-checks are one call
-//! in eight after settling, then ever fewer.
+//! once it settled, the next two take the strategy it lost to (the first
+//! uncounted, as above), the two after them the one it kept (the second
+//! timed), and again after 64, 256, 1024, ... calls (four times as many
+//! each time). Each strategy keeps its best time across every call timed,
+//! and the verdict turns when the loser's best is at least
+//! [`RECHECK_MARGIN_PERCENT`] below the winner's: a ScatterElements class
+//! on an AMD EPYC family 25 model 17 kept the stream prefetch at 271 ps a
+//! byte after its two calls without it took 464 (253 in every other
+//! process that day). Without the margin and the winner's own fresh time,
+//! a Gather class whose two prefetch levels differ by a tenth (43 against
+//! 48 ps a byte) turned to the slower on one lucky call and ran 45 calls
+//! at 0.81-0.99 ms instead of 0.67 before turning back. The re-checks
+//! take two calls in eighteen after settling, then ever fewer.
 //!
 //! Each measured choice hands its kernel a [`Pick`]: the strategy, and
 //! while the class is measuring the start of the call's timing, which
 //! [`Pick::done`] adds to the class's table when the call has written its
 //! output.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 /// Timed calls of each strategy whose times count, after the first of
@@ -57,18 +61,36 @@ pub(crate) const MAX_CALLS_EACH: u32 = 6;
 /// again; later checks come after four times as many calls each.
 const FIRST_RECHECK: u32 = 16;
 
+/// How much lower, in percent, the losing strategy's best time must be
+/// for a re-check to turn the verdict.
+const RECHECK_MARGIN_PERCENT: u64 = 5;
+
+/// What a settled class's call does in a re-check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recheck {
+    /// Takes the losing strategy, untimed: it settles the caches.
+    LoserFirst,
+    /// Takes the losing strategy, timed.
+    Loser,
+    /// Takes the kept strategy, timed (the call before it, the first of
+    /// the kept strategy's again, settled the caches).
+    Winner,
+}
+
 /// Where a settled class's call number `n` (counted from 0 after it
-/// settled) falls in its re-checks: `Some(false)` for the first call of
-/// a re-check (it settles the caches and counts no time), `Some(true)`
-/// for the second (timed), `None` for a call that takes the verdict.
-fn recheck(n: u32) -> Option<bool> {
+/// settled) falls in its re-checks, or `None` for a call that takes the
+/// verdict untimed.
+fn recheck(n: u32) -> Option<Recheck> {
     // Re-checks start at 16, 64, 256, ...: even powers of two from 16 on.
     let starts =
         |x: u32| x >= FIRST_RECHECK && x.is_power_of_two() && x.trailing_zeros().is_multiple_of(2);
-    if starts(n) {
-        Some(false)
-    } else if n > 0 && starts(n - 1) {
-        Some(true)
+    let after = |k: u32| n.checked_sub(k).is_some_and(starts);
+    if after(0) {
+        Some(Recheck::LoserFirst)
+    } else if after(1) {
+        Some(Recheck::Loser)
+    } else if after(3) {
+        Some(Recheck::Winner)
     } else {
         None
     }
@@ -84,6 +106,9 @@ struct Timings {
     improving: [AtomicBool; 2],
     /// Calls recorded since the class settled, which place its re-checks.
     later: AtomicU32,
+    /// The verdict once fixed (at the first call after settling), turned
+    /// only by a re-check: 0 before, 1 the first strategy, 2 the second.
+    kept: AtomicU8,
 }
 
 impl Timings {
@@ -93,6 +118,7 @@ impl Timings {
             best_ps_per_byte: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
             improving: [AtomicBool::new(false), AtomicBool::new(false)],
             later: AtomicU32::new(0),
+            kept: AtomicU8::new(0),
         }
     }
 
@@ -258,15 +284,24 @@ impl<const N: usize> TwoWays<N> {
         if !self.run_done(timings, 1) {
             return true;
         }
-        let rechecking = recheck(timings.later.load(Ordering::Relaxed)).is_some();
-        self.verdict(slot) != rechecking
+        let loser = matches!(
+            recheck(timings.later.load(Ordering::Relaxed)),
+            Some(Recheck::LoserFirst | Recheck::Loser)
+        );
+        self.verdict(slot) != loser
     }
 
-    /// Whether the second strategy's best time is the lower, by the
-    /// table's margin: the strategy a settled class keeps.
+    /// Whether a settled class keeps the second strategy: the one whose
+    /// best time was the lower (by the table's margin) when it settled,
+    /// unless a re-check turned it.
     fn verdict(&self, slot: usize) -> bool {
-        let [first, second] = self.classes[slot].best().map(u128::from);
-        second * (100 + u128::from(self.second_margin_percent)) < first * 100
+        match self.classes[slot].kept.load(Ordering::Relaxed) {
+            0 => {
+                let [first, second] = self.classes[slot].best().map(u128::from);
+                second * (100 + u128::from(self.second_margin_percent)) < first * 100
+            }
+            kept => kept == 2,
+        }
     }
 
     /// Whether the next call of class `slot` is timed for its
@@ -295,13 +330,29 @@ impl<const N: usize> TwoWays<N> {
         let way = usize::from(second);
         if self.settled(slot) {
             let n = timings.later.fetch_add(1, Ordering::Relaxed);
-            let Some(counted) = recheck(n) else {
-                return;
+            let kept = self.verdict(slot);
+            if n == 0 {
+                timings.kept.store(1 + u8::from(kept), Ordering::Relaxed);
+            }
+            let (loser, winner) = (usize::from(!kept), usize::from(kept));
+            let counted = match recheck(n) {
+                Some(Recheck::LoserFirst) if way == loser => false,
+                Some(Recheck::Loser) if way == loser => true,
+                Some(Recheck::Winner) if way == winner => true,
+                _ => return,
             };
-            if second != self.verdict(slot) {
-                timings.calls[way].fetch_add(1, Ordering::Relaxed);
-                if counted {
-                    timings.best_ps_per_byte[way].fetch_min(ps, Ordering::Relaxed);
+            timings.calls[way].fetch_add(1, Ordering::Relaxed);
+            if counted {
+                timings.best_ps_per_byte[way].fetch_min(ps, Ordering::Relaxed);
+                // Turning to the second strategy also needs the table's
+                // own margin for it.
+                let margin = match kept {
+                    true => RECHECK_MARGIN_PERCENT,
+                    false => RECHECK_MARGIN_PERCENT.max(self.second_margin_percent),
+                };
+                let [lose, win] = [loser, winner].map(|w| u128::from(timings.best()[w]));
+                if lose * (100 + u128::from(margin)) < win * 100 {
+                    timings.kept.store(1 + u8::from(!kept), Ordering::Relaxed);
                 }
             }
             return;
@@ -645,20 +696,41 @@ mod tests {
     }
 
     #[test]
-    fn re_checks_take_two_calls_at_16_64_256_calls_after_settling() {
-        let taken: Vec<(u32, bool)> = (0..1100)
-            .filter_map(|n| recheck(n).map(|counted| (n, counted)))
+    fn re_checks_start_at_16_64_256_calls_after_settling_loser_twice_then_winner() {
+        let taken: Vec<(u32, Recheck)> = (0..1100)
+            .filter_map(|n| recheck(n).map(|call| (n, call)))
             .collect();
         let starts = [16, 64, 256, 1024];
-        let expected: Vec<(u32, bool)> = starts
+        let expected: Vec<(u32, Recheck)> = starts
             .iter()
-            .flat_map(|&n| [(n, false), (n + 1, true)])
+            .flat_map(|&n| {
+                [
+                    (n, Recheck::LoserFirst),
+                    (n + 1, Recheck::Loser),
+                    (n + 3, Recheck::Winner),
+                ]
+            })
             .collect();
         assert_eq!(taken, expected);
-        assert_eq!(recheck(1 << 30), Some(false));
-        assert_eq!(recheck((1 << 30) + 1), Some(true));
+        assert_eq!(recheck(1 << 30), Some(Recheck::LoserFirst));
+        assert_eq!(recheck((1 << 30) + 3), Some(Recheck::Winner));
         assert_eq!(recheck(1 << 29), None);
         assert_eq!(recheck(u32::MAX), None);
+    }
+
+    /// Record `calls` calls of class 0 as its table hands them out, the
+    /// loser's taking `loser` and the winner's `winner` microseconds on
+    /// 1 MiB; returns the strategy each took.
+    fn replay_settled(measured: &TwoWays<1>, calls: u32, [loser, winner]: [u64; 2]) -> Vec<bool> {
+        let kept = measured.timed()[0].second.unwrap();
+        (0..calls)
+            .map(|_| {
+                let second = measured.second(0);
+                let us = if second == kept { winner } else { loser };
+                measured.record(0, second, 1 << 20, Duration::from_micros(us));
+                second
+            })
+            .collect()
     }
 
     #[test]
@@ -670,37 +742,55 @@ mod tests {
         let (first, second) = ([900, 300, 300].map(us), [900, 500, 500].map(us));
         replay_measuring(&measured, 0, 1 << 20, [&first, &second]);
         assert!(measured.settled(0) && !measured.second(0));
-        let calls_of = |measured: &TwoWays<1>| measured.timed()[0].calls;
-        // Sixteen calls keep it, counted and untimed.
-        for _ in 0..16 {
-            assert!(!measured.second(0) && !measured.measuring(0));
-            measured.record(0, false, 1 << 20, us(300));
-        }
-        // The next two take the second; the first's time (fast, as it
-        // may be after a run of the other) does not count.
+        // Sixteen calls keep it, untimed; the next two take the second
+        // (the first of them uncounted, however fast), then the first
+        // again, its second call timed.
+        let taken = replay_settled(&measured, 16, [100, 300]);
+        assert_eq!(taken, [false; 16]);
         assert!(measured.second(0) && measured.measuring(0));
         measured.record(0, true, 1 << 20, us(100));
+        assert_eq!(measured.timed()[0].best_ps_per_byte, [286, 476]);
         assert!(measured.second(0) && measured.measuring(0));
-        assert!(!measured.timed()[0].second.unwrap());
+        // 250 us: over 5% below the first's 300, the second is kept.
         measured.record(0, true, 1 << 20, us(250));
-        assert_eq!(calls_of(&measured), [3, 5]);
-        // 250 us beat the first's 300: the second is kept from now on.
-        assert!(measured.second(0) && !measured.measuring(0));
+        assert_eq!(measured.timed()[0].calls, [3, 5]);
         assert_eq!(measured.timed()[0].second, Some(true));
-        assert_eq!(measured.timed()[0].best_ps_per_byte[1], 238);
-        // Its re-check at 64 takes the first again; slower, it changes
-        // nothing.
-        for n in 18..64 {
-            assert!(measured.second(0), "call {n}");
-            measured.record(0, true, 1 << 20, us(250));
-        }
-        for _ in 0..2 {
-            assert!(!measured.second(0) && measured.measuring(0));
-            measured.record(0, false, 1 << 20, us(400));
-        }
-        assert!(measured.second(0) && !measured.measuring(0));
-        assert_eq!(calls_of(&measured), [5, 5]);
         assert_eq!(measured.timed()[0].best_ps_per_byte, [286, 238]);
+        // From then on its re-checks take the first: at 64 it is slower
+        // and changes nothing; the kept one's timed call at 67 counts.
+        let taken = replay_settled(&measured, 64 - 18 + 4, [400, 240]);
+        assert!(taken[..46].iter().all(|&second| second));
+        assert_eq!(taken[46..], [false, false, true, true]);
+        assert_eq!(measured.timed()[0].calls, [5, 7]);
+        assert_eq!(measured.timed()[0].best_ps_per_byte, [286, 228]);
+        assert_eq!(measured.timed()[0].second, Some(true));
+    }
+
+    #[test]
+    fn a_re_check_turns_the_verdict_only_past_its_margin_and_the_tables() {
+        let us = Duration::from_micros;
+        // Kept first at 300; the second's re-check at 290 (3% lower) and
+        // then at 280 (7%): the first stays, then the second is kept.
+        let measured = TwoWays::<1>::new();
+        replay_measuring(
+            &measured,
+            0,
+            1 << 20,
+            [&[300; 3].map(us), &[400; 3].map(us)],
+        );
+        replay_settled(&measured, 20, [290, 300]);
+        assert_eq!(measured.timed()[0].second, Some(false));
+        replay_settled(&measured, 48, [280, 300]);
+        assert_eq!(measured.timed()[0].second, Some(true));
+        // A table that keeps the first within 10%: a re-check timing the
+        // second 7% lower does not turn it; 12% lower does.
+        let within = TwoWays::<1>::keeping_the_first_within(10);
+        replay_measuring(&within, 0, 1 << 20, [&[300; 3].map(us), &[295; 3].map(us)]);
+        assert_eq!(within.timed()[0].second, Some(false));
+        replay_settled(&within, 20, [280, 300]);
+        assert_eq!(within.timed()[0].second, Some(false));
+        replay_settled(&within, 48, [264, 300]);
+        assert_eq!(within.timed()[0].second, Some(true));
     }
 
     #[test]
