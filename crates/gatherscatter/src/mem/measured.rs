@@ -65,6 +65,18 @@ const FIRST_RECHECK: u32 = 16;
 /// for a re-check to turn the verdict.
 const RECHECK_MARGIN_PERCENT: u64 = 5;
 
+/// Whether a time of `a` picoseconds a byte beats `b` by more than
+/// `percent` percent.
+fn faster_by(a: u64, b: u64, percent: u64) -> bool {
+    u128::from(a) * (100 + u128::from(percent)) < u128::from(b) * 100
+}
+
+/// `elapsed` for `bytes` written, in picoseconds a byte.
+fn ps_per_byte(bytes: usize, elapsed: Duration) -> u64 {
+    let ps = elapsed.as_nanos().saturating_mul(1000) / bytes.max(1) as u128;
+    u64::try_from(ps).unwrap_or(u64::MAX)
+}
+
 /// What a settled class's call does in a re-check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Recheck {
@@ -146,6 +158,8 @@ pub(crate) struct ClassTimings {
     pub best_ps_per_byte: [u64; 2],
     /// Whether the second strategy is kept, once both are measured.
     pub second: Option<bool>,
+    /// Calls since the class settled, re-checks among them.
+    pub settled_calls: u32,
 }
 
 /// What the calls of one class measured, for a strategy chosen on the
@@ -167,6 +181,10 @@ pub struct CallTiming {
     pub best_ps_per_byte: [u64; 2],
     /// The strategy kept, or `None` while the class is still measuring.
     pub chosen: Option<&'static str>,
+    /// Calls of the class since it settled. After 16 of them, and after
+    /// four times as many each time again, two calls re-check the
+    /// verdict with the other strategy and two with the kept one.
+    pub settled_calls: u32,
 }
 
 impl CallTiming {
@@ -184,13 +202,15 @@ impl CallTiming {
             calls: timings.calls,
             best_ps_per_byte: timings.best_ps_per_byte,
             chosen: timings.second.map(|second| strategies[usize::from(second)]),
+            settled_calls: timings.settled_calls,
         }
     }
 }
 
 impl std::fmt::Display for CallTiming {
     /// `block_order 32 MiB sources by 512 B rows, one task: source (output
-    /// 239 ps/B, source 200 ps/B)`.
+    /// 239 ps/B, source 200 ps/B)`, or `...; 40 calls since settling)`
+    /// once settled.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ps = |p: u64| match p {
             u64::MAX => "-".to_string(),
@@ -198,7 +218,7 @@ impl std::fmt::Display for CallTiming {
         };
         write!(
             f,
-            "{} {}: {} ({} {}, {} {})",
+            "{} {}: {} ({} {}, {} {}",
             self.knob,
             self.class,
             self.chosen.unwrap_or("measuring"),
@@ -206,7 +226,11 @@ impl std::fmt::Display for CallTiming {
             ps(self.best_ps_per_byte[0]),
             self.strategies[1],
             ps(self.best_ps_per_byte[1]),
-        )
+        )?;
+        match self.settled_calls {
+            0 => write!(f, ")"),
+            n => write!(f, "; {n} calls since settling)"),
+        }
     }
 }
 
@@ -297,8 +321,8 @@ impl<const N: usize> TwoWays<N> {
     fn verdict(&self, slot: usize) -> bool {
         match self.classes[slot].kept.load(Ordering::Relaxed) {
             0 => {
-                let [first, second] = self.classes[slot].best().map(u128::from);
-                second * (100 + u128::from(self.second_margin_percent)) < first * 100
+                let [first, second] = self.classes[slot].best();
+                faster_by(second, first, self.second_margin_percent)
             }
             kept => kept == 2,
         }
@@ -325,8 +349,6 @@ impl<const N: usize> TwoWays<N> {
     /// that strategy's best time if it beat it.
     pub(crate) fn record(&self, slot: usize, second: bool, bytes: usize, elapsed: Duration) {
         let timings = &self.classes[slot];
-        let ps = elapsed.as_nanos().saturating_mul(1000) / bytes.max(1) as u128;
-        let ps = u64::try_from(ps).unwrap_or(u64::MAX);
         let way = usize::from(second);
         if self.settled(slot) {
             let n = timings.later.fetch_add(1, Ordering::Relaxed);
@@ -343,6 +365,7 @@ impl<const N: usize> TwoWays<N> {
             };
             timings.calls[way].fetch_add(1, Ordering::Relaxed);
             if counted {
+                let ps = ps_per_byte(bytes, elapsed);
                 timings.best_ps_per_byte[way].fetch_min(ps, Ordering::Relaxed);
                 // Turning to the second strategy also needs the table's
                 // own margin for it.
@@ -350,14 +373,15 @@ impl<const N: usize> TwoWays<N> {
                     true => RECHECK_MARGIN_PERCENT,
                     false => RECHECK_MARGIN_PERCENT.max(self.second_margin_percent),
                 };
-                let [lose, win] = [loser, winner].map(|w| u128::from(timings.best()[w]));
-                if lose * (100 + u128::from(margin)) < win * 100 {
+                let best = timings.best();
+                if faster_by(best[loser], best[winner], margin) {
                     timings.kept.store(1 + u8::from(!kept), Ordering::Relaxed);
                 }
             }
             return;
         }
         if timings.calls[way].fetch_add(1, Ordering::Relaxed) > 0 {
+            let ps = ps_per_byte(bytes, elapsed);
             let before = timings.best_ps_per_byte[way].fetch_min(ps, Ordering::Relaxed);
             let gain = u128::from(ps) * 100
                 < u128::from(before) * u128::from(100 - self.settle_percent.min(100));
@@ -392,6 +416,7 @@ impl<const N: usize> TwoWays<N> {
                     calls,
                     best_ps_per_byte: t.best(),
                     second: (!measuring).then(|| self.verdict(slot)),
+                    settled_calls: t.later.load(Ordering::Relaxed),
                 }
             })
             .collect()
@@ -828,5 +853,32 @@ mod tests {
         assert_eq!(timed[0].calls, [1, 0]);
         assert_eq!(timed[0].second, None);
         assert_eq!(timed[0].best_ps_per_byte[1], u64::MAX);
+    }
+
+    #[test]
+    fn a_settled_class_reports_its_calls_since_settling() {
+        let measured = TwoWays::<1>::new();
+        let ms = Duration::from_millis;
+        replay_measuring(
+            &measured,
+            0,
+            32 << 20,
+            [&[50, 9, 8].map(ms), &[50, 7, 6].map(ms)],
+        );
+        let line = |measured: &TwoWays<1>| {
+            let timed = measured.timed().remove(0);
+            CallTiming::new("stores", "c".into(), ["cached", "streamed"], timed).to_string()
+        };
+        assert_eq!(
+            line(&measured),
+            "stores c: streamed (cached 238 ps/B, streamed 178 ps/B)"
+        );
+        for _ in 0..3 {
+            measured.record(0, true, 32 << 20, ms(6));
+        }
+        assert_eq!(
+            line(&measured),
+            "stores c: streamed (cached 238 ps/B, streamed 178 ps/B; 3 calls since settling)"
+        );
     }
 }
