@@ -9,7 +9,7 @@ use super::word_gather::{strided_row, StridedRow};
 use crate::index::{position_shifted, AxisRule, IndexSource, KernelIndex, ReadIndices};
 use crate::mem::cpu;
 use crate::mem::parallel;
-use crate::mem::prefetch::{prefetch_items, prefetch_items_to_l2};
+use crate::mem::prefetch::{prefetch_indices_ahead, prefetch_items, prefetch_items_to_l2};
 use crate::mem::uninit::Slot;
 use crate::shape::RowBases;
 
@@ -191,6 +191,9 @@ fn gather_row_piece<W: Clone, O: Slot<W>, X: KernelIndex>(
     let rest = dst.get_mut(done..).unwrap_or_default().iter_mut();
     let pairs = rest.zip(indices.get(done..).unwrap_or_default());
     for (j, (d, &v)) in (done..).zip(pairs) {
+        if j % 8 == 0 {
+            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+        }
         let i = position_shifted(v.wide(), shift);
         if i >= size {
             return Err(j);

@@ -7,6 +7,11 @@
 //! column, check the offset, load, store); here four or eight elements
 //! take one vector check, one multiply, one add and one gather.
 //!
+//! Each group asks for the indices
+//! [`INDEX_AHEAD_BYTES`](crate::mem::prefetch::INDEX_AHEAD_BYTES) ahead: the
+//! gathers wait on the plane's lines, and the index stream's would queue
+//! behind them.
+//!
 //! Like the last-axis loops, the functions write a prefix of the output
 //! in whole groups and return its length (0 without AVX2); the caller's
 //! scalar loop writes the rest and names a bad index.
@@ -206,6 +211,8 @@ fn run<W: StridedWord, O: Slot<W>, X: StridedIndex>(
 mod x86 {
     use std::arch::x86_64::*;
 
+    use crate::mem::prefetch::prefetch_indices_ahead;
+
     use super::super::x86::{positions, positions4, positions8};
 
     /// A strided kernel: writes the `k` words from `dst` on, for the `k` it
@@ -240,6 +247,7 @@ mod x86 {
         let four = _mm256_set1_epi64x(4);
         let mut j = 0;
         while j + 4 <= indices.len() {
+            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
             let (p, ok) = unsafe { positions(indices.as_ptr().add(j), shift, size) };
             if !ok {
@@ -279,6 +287,7 @@ mod x86 {
         let four = _mm_set1_epi32(4);
         let mut j = 0;
         while j + 4 <= indices.len() {
+            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
             let (p, ok) = unsafe { positions4::<U16>(at.add(j * width), shift, size) };
             if !ok {
@@ -359,6 +368,7 @@ mod x86 {
         let (four, eight) = (_mm256_set1_epi64x(4), _mm256_set1_epi64x(8));
         let mut j = 0;
         while j + 8 <= indices.len() {
+            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
             // SAFETY: `j + 8 <= indices.len()`: both groups of four are readable.
             let ((lo, lo_ok), (hi, hi_ok)) = unsafe {
                 let at = indices.as_ptr().add(j);
@@ -422,6 +432,7 @@ mod x86 {
         let eight = _mm256_set1_epi32(8);
         let mut j = 0;
         while j + 8 <= indices.len() {
+            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
             // SAFETY: `j + 8 <= indices.len()`: eight readable indices.
             let (p, ok) = unsafe { positions8::<U16>(at.add(j * width), shift, size) };
             if !ok {
