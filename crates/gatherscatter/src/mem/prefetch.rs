@@ -158,12 +158,14 @@ pub(crate) fn prefetch_line<const LEVEL: u8>(line: *const i8) {
 /// random), and the index stream's lines queued behind them: without it,
 /// a third of the vector loop's samples sat on the index load. Zen 4,
 /// 16 MiB outputs, one thread, medians of calls in process, old and new
-/// wheels alternating: along the middle axis of 256, int8 20.9 -> 14.9 ms
-/// (1 KiB ahead 16.1, 4 KiB 15.2), float16 10.9 -> 7.7, float32 5.7 ->
-/// 4.3, int8 in 4096 B blocks 27.8 -> 20.7; along the first axis, int8
-/// 27.7 -> 19.6; by int32 and uint16 indices 3-5% faster; the scalar loop
-/// (`word_gather=scalar`) 20-25% faster. Along the last axis, where the
-/// loops ask for the next data row instead, it measured no faster.
+/// wheels alternating: along the middle axis of 256 (whole rows read in
+/// place), int8 20.9 -> 14.9 ms (1 KiB ahead 16.1, 4 KiB 15.2), float16
+/// 10.9 -> 7.7, float32 5.7 -> 4.3; by int32 and uint16 indices 3-5%
+/// faster; the scalar loop (`word_gather=scalar`) 20-25% faster. In
+/// packed tiles only inside each piece ([`asks_ahead`]): int8 along the
+/// first axis 27 -> 25 ms, in 4096 B blocks 27 -> 24.5. Along the last
+/// axis, where the loops ask for the next data row instead, it measured
+/// no faster.
 pub(crate) const INDEX_AHEAD_BYTES: usize = 2048;
 
 /// Ask for the line of indices [`INDEX_AHEAD_BYTES`] past `at` into L1.
@@ -172,6 +174,18 @@ pub(crate) const INDEX_AHEAD_BYTES: usize = 2048;
 #[inline(always)]
 pub(crate) fn prefetch_indices_ahead<X>(at: *const X) {
     prefetch_line::<{ CacheLevel::L1 as u8 }>(at.cast::<i8>().wrapping_add(INDEX_AHEAD_BYTES));
+}
+
+/// Whether a loop at element `j` of a piece of `len` indices `X` asks for
+/// the line [`INDEX_AHEAD_BYTES`] on: while that line is inside the
+/// piece, and past it only when `then_next` (the indices after the piece
+/// are the next ones read). A tile's next piece of indices is a whole row
+/// further on: asked for, those lines left L1 before their turn, and W5
+/// (GatherElements along axis 0 of 4096x4096 float32, tiles of 64
+/// columns, 512 B of indices a piece) ran 42 -> 57 ms on one thread.
+#[inline(always)]
+pub(crate) fn asks_ahead<X>(j: usize, len: usize, then_next: bool) -> bool {
+    then_next || j + INDEX_AHEAD_BYTES / std::mem::size_of::<X>().max(1) < len
 }
 
 /// Index and update elements between two prefetches of the streams ahead

@@ -9,7 +9,9 @@ use super::word_gather::{strided_row, StridedRow};
 use crate::index::{position_shifted, AxisRule, IndexSource, KernelIndex, ReadIndices};
 use crate::mem::cpu;
 use crate::mem::parallel;
-use crate::mem::prefetch::{prefetch_indices_ahead, prefetch_items, prefetch_items_to_l2};
+use crate::mem::prefetch::{
+    asks_ahead, prefetch_indices_ahead, prefetch_items, prefetch_items_to_l2,
+};
 use crate::mem::uninit::Slot;
 use crate::shape::RowBases;
 
@@ -151,7 +153,7 @@ pub(super) fn gather_whole_rows<W: Clone + 'static, O: Slot<W> + 'static, R: Rea
                     (shift, column),
                     values,
                     piece,
-                    vector,
+                    (vector, true),
                 )
                 .map_err(|j| at + offset + done + j)?;
                 done += width;
@@ -165,7 +167,10 @@ pub(super) fn gather_whole_rows<W: Clone + 'static, O: Slot<W> + 'static, R: Rea
 }
 
 /// `dst[j] = from_base[i_j * stride + column + j]` for the positions `i_j`
-/// that `indices` name; `Err(j)` at the first bad one. One call a row:
+/// that `indices` name; `Err(j)` at the first bad one. `ask_ahead`: the
+/// indices read next follow these in memory, so the loops ask for them
+/// past the piece's end too ([`asks_ahead`]); a tile's next piece is a
+/// row further on. One call a row:
 /// a column counter wrapping at the row's end, carried across rows, ran
 /// 1.15x slower (int8 rows of 16 along the middle axis).
 #[inline]
@@ -175,7 +180,7 @@ fn gather_row_piece<W: Clone, O: Slot<W>, X: KernelIndex>(
     (shift, column): (i64, usize),
     indices: &[X],
     dst: &mut [O],
-    vector: Option<StridedRow<W, O, X>>,
+    (vector, ask_ahead): (Option<StridedRow<W, O, X>>, bool),
 ) -> std::result::Result<(), usize> {
     let column = from_base.get(column..).unwrap_or_default();
     // The vector loop writes a prefix; the scalar loop takes the rest (the
@@ -184,14 +189,14 @@ fn gather_row_piece<W: Clone, O: Slot<W>, X: KernelIndex>(
         // Fewer than a group (four 8-byte words, else eight): the call
         // would write nothing.
         Some(gather) if dst.len() >= 32 / std::mem::size_of::<W>().clamp(4, 8) => {
-            gather(column, (stride, size), indices, shift, dst)
+            gather(column, (stride, size), indices, shift, dst, ask_ahead)
         }
         _ => 0,
     };
     let rest = dst.get_mut(done..).unwrap_or_default().iter_mut();
     let pairs = rest.zip(indices.get(done..).unwrap_or_default());
     for (j, (d, &v)) in (done..).zip(pairs) {
-        if j % 8 == 0 {
+        if j % 8 == 0 && asks_ahead::<X>(j, indices.len(), ask_ahead) {
             prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
         }
         let i = position_shifted(v.wide(), shift);
@@ -222,6 +227,8 @@ pub(super) fn gather_tile<'o, W: Clone + 'static, O: Slot<W> + 'static, R: ReadI
     let width = columns.len();
     let (shift, size) = (rule.negative_shift(), rule.size);
     let vector = strided_row::<W, O, R::Index>(geometry.strided);
+    // Whole rows follow one another: the next indices come right after.
+    let whole_rows = width == row_len;
     for (r, (base, dst)) in bases.zip(pieces).enumerate() {
         let at = first + r * row_len + columns.start;
         if width < row_len {
@@ -247,7 +254,7 @@ pub(super) fn gather_tile<'o, W: Clone + 'static, O: Slot<W> + 'static, R: ReadI
                 (shift, column + offset),
                 idx,
                 dst,
-                vector,
+                (vector, whole_rows),
             )
             .map_err(|j| at + offset + j)
         })?;

@@ -8,9 +8,11 @@
 //! take one vector check, one multiply, one add and one gather.
 //!
 //! Each group asks for the indices
-//! [`INDEX_AHEAD_BYTES`](crate::mem::prefetch::INDEX_AHEAD_BYTES) ahead: the
-//! gathers wait on the plane's lines, and the index stream's would queue
-//! behind them.
+//! [`INDEX_AHEAD_BYTES`](crate::mem::prefetch::INDEX_AHEAD_BYTES) past it,
+//! inside the piece or, when the caller says the indices after it are
+//! read next, past its end ([`asks_ahead`](crate::mem::prefetch::asks_ahead)):
+//! the gathers wait on the plane's lines, and the index stream's would
+//! queue behind them.
 //!
 //! Like the last-axis loops, the functions write a prefix of the output
 //! in whole groups and return its length (0 without AVX2); the caller's
@@ -126,13 +128,20 @@ pub(crate) fn gather_strided<W: StridedWord, O: Slot<W>, X: StridedIndex>(
     (stride, size): (usize, usize),
     indices: &[X],
     negative_shift: i64,
-
     dst: &mut [O],
+    ask_ahead: bool,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    return run(plane, (stride, size), indices, negative_shift, dst);
+    return run(
+        plane,
+        (stride, size),
+        indices,
+        negative_shift,
+        dst,
+        ask_ahead,
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (plane, stride, size, indices, negative_shift, dst);
+    let _ = (plane, stride, size, indices, negative_shift, dst, ask_ahead);
     #[cfg(not(target_arch = "x86_64"))]
     return 0;
 }
@@ -176,8 +185,8 @@ fn run<W: StridedWord, O: Slot<W>, X: StridedIndex>(
     (stride, size): (usize, usize),
     indices: &[X],
     negative_shift: i64,
-
     dst: &mut [O],
+    ask_ahead: bool,
 ) -> usize {
     if !avx2_available() {
         return 0;
@@ -203,6 +212,7 @@ fn run<W: StridedWord, O: Slot<W>, X: StridedIndex>(
             &indices[..len],
             negative_shift,
             O::words(dst),
+            ask_ahead,
         )
     }
 }
@@ -211,7 +221,7 @@ fn run<W: StridedWord, O: Slot<W>, X: StridedIndex>(
 mod x86 {
     use std::arch::x86_64::*;
 
-    use crate::mem::prefetch::prefetch_indices_ahead;
+    use crate::mem::prefetch::{asks_ahead, prefetch_indices_ahead};
 
     use super::super::x86::{positions, positions4, positions8};
 
@@ -226,7 +236,8 @@ mod x86 {
     /// and `size` must fit 32 bits (`i32` for the narrow kernels, as must
     /// every such offset and the shift); `dst` must be valid for writes of
     /// `indices.len()` words, referenced by nothing else meanwhile.
-    pub(super) type Kernel<W, X> = unsafe fn(*const W, (usize, usize), &[X], i64, *mut W) -> usize;
+    pub(super) type Kernel<W, X> =
+        unsafe fn(*const W, (usize, usize), &[X], i64, *mut W, bool) -> usize;
 
     /// Four wide indices a group, one `vpgatherqq`.
     ///
@@ -239,6 +250,7 @@ mod x86 {
         indices: &[i64],
         shift: i64,
         dst: *mut u64,
+        ask_ahead: bool,
     ) -> usize {
         let (shift, size) = (_mm256_set1_epi64x(shift), _mm256_set1_epi64x(size as i64));
         let stride = _mm256_set1_epi64x(stride as i64);
@@ -247,7 +259,9 @@ mod x86 {
         let four = _mm256_set1_epi64x(4);
         let mut j = 0;
         while j + 4 <= indices.len() {
-            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+            if asks_ahead::<i64>(j, indices.len(), ask_ahead) {
+                prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+            }
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
             let (p, ok) = unsafe { positions(indices.as_ptr().add(j), shift, size) };
             if !ok {
@@ -276,6 +290,7 @@ mod x86 {
         indices: &[X],
         shift: i64,
         dst: *mut u64,
+        ask_ahead: bool,
     ) -> usize {
         debug_assert_eq!(std::mem::size_of::<X>(), if U16 { 2 } else { 4 });
         let (shift, size) = (_mm_set1_epi32(shift as i32), _mm_set1_epi32(size as i32));
@@ -287,7 +302,9 @@ mod x86 {
         let four = _mm_set1_epi32(4);
         let mut j = 0;
         while j + 4 <= indices.len() {
-            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+            if asks_ahead::<X>(j, indices.len(), ask_ahead) {
+                prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+            }
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
             let (p, ok) = unsafe { positions4::<U16>(at.add(j * width), shift, size) };
             if !ok {
@@ -359,6 +376,7 @@ mod x86 {
         indices: &[i64],
         shift: i64,
         dst: *mut W,
+        ask_ahead: bool,
     ) -> usize {
         debug_assert_eq!(std::mem::size_of::<W>(), BYTES as usize);
         let (shift, size) = (_mm256_set1_epi64x(shift), _mm256_set1_epi64x(size as i64));
@@ -368,7 +386,9 @@ mod x86 {
         let (four, eight) = (_mm256_set1_epi64x(4), _mm256_set1_epi64x(8));
         let mut j = 0;
         while j + 8 <= indices.len() {
-            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+            if asks_ahead::<i64>(j, indices.len(), ask_ahead) {
+                prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+            }
             // SAFETY: `j + 8 <= indices.len()`: both groups of four are readable.
             let ((lo, lo_ok), (hi, hi_ok)) = unsafe {
                 let at = indices.as_ptr().add(j);
@@ -417,6 +437,7 @@ mod x86 {
         indices: &[X],
         shift: i64,
         dst: *mut W,
+        ask_ahead: bool,
     ) -> usize {
         debug_assert_eq!(std::mem::size_of::<W>(), BYTES as usize);
         debug_assert_eq!(std::mem::size_of::<X>(), if U16 { 2 } else { 4 });
@@ -432,7 +453,9 @@ mod x86 {
         let eight = _mm256_set1_epi32(8);
         let mut j = 0;
         while j + 8 <= indices.len() {
-            prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+            if asks_ahead::<X>(j, indices.len(), ask_ahead) {
+                prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
+            }
             // SAFETY: `j + 8 <= indices.len()`: eight readable indices.
             let (p, ok) = unsafe { positions8::<U16>(at.add(j * width), shift, size) };
             if !ok {
