@@ -13,7 +13,7 @@
 //! | `word_gather` | `scalar`, `vector` | Gather's one-element blocks (4- and 8-byte words): for outputs from 1 MiB, what the first calls of each class of word size, slab size and task count measured faster, the scalar loop below. GatherElements along the last axis (4- and 8-byte words) and along an outer one (1- to 8-byte words): for outputs from 1 MiB, what the first calls of each class of axis, word size, index type, data row or plane size and task count measured faster; for smaller calls, that verdict once made, before it a measurement of both last-axis loops on first use, per word size and index type (ties to `vector`; 1- and 2-byte words along an outer axis take `vector`) |
 //! | `block_order` | `output`, `source` | source order for sources past 1.5x the last-level cache (rows of 256 bytes or more, few tasks); below that, from 2 MiB sources and 1 MiB outputs, the order its first calls measured faster for each class of source size, row size and task count |
 //! | `row_fetch` | `read`, `prefetch` | GatherElements along the last axis, vector loops, data rows of 8-128 KiB, outputs from 1 MiB: what the first calls of each class of row size, index type and task count measured faster |
-//! | `stream_fetch` | `ahead`, `hardware` | ScatterElements' row loop (and ScatterReduce's calls through it) along the last axis, outputs from 1 MiB: whether its index and update streams are asked for ahead in software or left to the hardware prefetchers, what the first calls of each class of element size, index type, index row length and task count measured faster, `ahead` only when 10% faster; `ahead` along outer axes and for smaller outputs (ScatterReduce's own kernel, for mean or without `include_self`, always asks ahead) |
+//! | `stream_fetch` | `ahead`, `hardware` | ScatterElements' row loop (and ScatterReduce's calls through it) along the last axis, outputs from 1 MiB: whether its index and update streams are asked for ahead in software or left to the hardware prefetchers, what the first calls of each class of element size, index type, index row length and task count measured faster, `ahead` only when 10% faster; `ahead` along outer axes and for smaller outputs (ScatterReduce's own kernel, for mean or without `include_self`, always asks ahead); GatherElements along an outer axis, outputs from 1 MiB: whether its index stream is asked for ahead, what the first calls of each class of word size, index type, plane read and task count measured faster, `ahead` for smaller outputs |
 //! | `block_prefetch` | `l1`, `l2` | Gather's and GatherND's streamed row copies (the outputs `stores` streams), sources from 2 MiB and outputs from 1 MiB: where each row is asked for ahead, what the first calls of each class of source size, row size, task count and row order measured faster (output order's before the row order is timed); L2 in output order past 1.5x the last-level cache and L1 otherwise for smaller copies; L1 about 8 KiB ahead, L2 32 KiB |
 //! | `plane_reads` | `packed`, `in_place` | GatherElements along an outer axis, calls split by rows whose data planes (the axis times the dims after it) are over 32 KiB and read by consecutive rows: for planes up to the size of L2 and outputs from 1 MiB, what the first calls of each class of word size, plane size, index type and task count measured faster; otherwise, and while the call's word loop is timed, in place where a strip of an eighth of L2 would span the whole row |
 //! | `bag_fold` | `memory`, `registers` | EmbeddingBag's f32 sums: registers wherever they apply (AVX2, rows of a multiple of 8, no per-sample weights) |
@@ -53,7 +53,9 @@ use crate::mem::{cpu, measured_stores, stream};
 use crate::ops::blocks::{measured_orders, measured_prefetches, source_order_min_source_bytes};
 use crate::ops::gather::measured_element_loops;
 use crate::ops::gather_elements::word_gather;
-use crate::ops::gather_elements::{measured_fetches, measured_plane_reads, measured_word_loops};
+use crate::ops::gather_elements::{
+    measured_fetches, measured_index_fetches, measured_plane_reads, measured_word_loops,
+};
 use crate::ops::scatter_elements::measured_stream_fetches;
 
 /// What the `auto` strategies resolve to on the running CPU.
@@ -149,6 +151,7 @@ pub fn report() -> Report {
             .chain(measured_fetches())
             .chain(measured_plane_reads())
             .chain(measured_stream_fetches())
+            .chain(measured_index_fetches())
             .collect(),
     }
 }

@@ -162,10 +162,12 @@ pub(crate) fn prefetch_line<const LEVEL: u8>(line: *const i8) {
 /// place), int8 20.9 -> 14.9 ms (1 KiB ahead 16.1, 4 KiB 15.2), float16
 /// 10.9 -> 7.7, float32 5.7 -> 4.3; by int32 and uint16 indices 3-5%
 /// faster; the scalar loop (`word_gather=scalar`) 20-25% faster. In
-/// packed tiles only inside each piece ([`asks_ahead`]): int8 along the
+/// packed tiles only inside each piece ([`asked_until`]): int8 along the
 /// first axis 27 -> 25 ms, in 4096 B blocks 27 -> 24.5. Along the last
 /// axis, where the loops ask for the next data row instead, it measured
-/// no faster.
+/// no faster. On a Zen 3 it cost more than it saved, so whether the loops
+/// ask at all is the `stream_fetch` knob's choice, timed per class under
+/// `auto` (`ops::gather_elements::measured_indices`).
 pub(crate) const INDEX_AHEAD_BYTES: usize = 2048;
 
 /// Ask for the line of indices [`INDEX_AHEAD_BYTES`] past `at` into L1.
@@ -176,16 +178,22 @@ pub(crate) fn prefetch_indices_ahead<X>(at: *const X) {
     prefetch_line::<{ CacheLevel::L1 as u8 }>(at.cast::<i8>().wrapping_add(INDEX_AHEAD_BYTES));
 }
 
-/// Whether a loop at element `j` of a piece of `len` indices `X` asks for
-/// the line [`INDEX_AHEAD_BYTES`] on: while that line is inside the
-/// piece, and past it only when `then_next` (the indices after the piece
-/// are the next ones read). A tile's next piece of indices is a whole row
-/// further on: asked for, those lines left L1 before their turn, and W5
-/// (GatherElements along axis 0 of 4096x4096 float32, tiles of 64
-/// columns, 512 B of indices a piece) ran 42 -> 57 ms on one thread.
+/// The first position of a piece of `len` indices `X` whose loop no
+/// longer asks for the line [`INDEX_AHEAD_BYTES`] on: the loops ask while
+/// that line is inside the piece, and past it only when `then_next` (the
+/// indices after the piece are the next ones read). A tile's next piece of
+/// indices is a whole row further on: asked for, those lines left L1
+/// before their turn, and W5 (GatherElements along axis 0 of 4096x4096
+/// float32, tiles of 64 columns, 512 B of indices a piece) ran 42 -> 57 ms
+/// on one thread. Worked out once a piece, so that a loop's test is one
+/// compare (a test a step, `j + ahead < len || then_next`, cost the scalar
+/// loop 1.2-1.4x on a Zen 3 even where it asked for nothing).
 #[inline(always)]
-pub(crate) fn asks_ahead<X>(j: usize, len: usize, then_next: bool) -> bool {
-    then_next || j + INDEX_AHEAD_BYTES / std::mem::size_of::<X>().max(1) < len
+pub(crate) fn asked_until<X>(len: usize, then_next: bool) -> usize {
+    match then_next {
+        true => len,
+        false => len.saturating_sub(INDEX_AHEAD_BYTES / std::mem::size_of::<X>().max(1)),
+    }
 }
 
 /// Index and update elements between two prefetches of the streams ahead

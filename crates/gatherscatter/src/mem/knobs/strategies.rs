@@ -101,9 +101,10 @@ pub enum RowFetch {
 }
 
 /// How ScatterElements' row loop has its index and update streams in
-/// cache: asked for in software a fixed distance ahead, or left to the
-/// CPU's hardware prefetchers. ScatterReduce's sum, prod, amax and amin
-/// with `include_self` run that loop; its own kernel (mean, or without
+/// cache, and GatherElements along an outer axis its index stream: asked
+/// for in software a fixed distance ahead, or left to the CPU's hardware
+/// prefetchers. ScatterReduce's sum, prod, amax and amin with
+/// `include_self` run that loop; its own kernel (mean, or without
 /// `include_self`) always asks ahead, whatever this says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -114,13 +115,19 @@ pub enum StreamFetch {
     /// turns, `hardware` first, three calls each in a row (the first
     /// uncounted), `ahead`
     /// kept only when its best time is at least 10% lower; `ahead` along
-    /// an outer axis and for smaller outputs.
+    /// an outer axis and for smaller outputs. GatherElements along an
+    /// outer axis, outputs from 1 MiB: the faster in the first calls of
+    /// each class (word size, index type, planes packed or in place, one
+    /// task or several), the two taking turns likewise; `ahead` for
+    /// smaller outputs.
     #[default]
     Auto,
-    /// Ask for the indices and updates 1024 elements ahead of the one
-    /// being applied, a line each per 16 updates.
+    /// ScatterElements: ask for the indices and updates 1024 elements
+    /// ahead of the one being applied, a line each per 16 updates.
+    /// GatherElements: ask for the indices 2 KiB ahead, a line per 64
+    /// bytes, past a row piece's end only where whole rows follow.
     Ahead,
-    /// Issue no software prefetch of the two streams.
+    /// Issue no software prefetch of these streams.
     Hardware,
 }
 

@@ -22,6 +22,7 @@ use std::mem::MaybeUninit;
 
 use super::last_axis::{gather_short_rows, gather_within_row, SHORT_ROW};
 use super::measured_fetch::Fetch;
+use super::measured_indices::IndexFetch;
 use super::measured_planes::PlaneRead;
 use super::measured_words::WordLoop;
 use super::outer_axis::{
@@ -210,6 +211,17 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
     });
     let in_place = planes.as_ref().is_some_and(|p| p.in_place());
     let packed = packs && !in_place;
+    // Timed only once the word loop and the plane reads are not.
+    let index_fetch = (!innermost).then(|| {
+        let may_time = !strided.as_ref().is_some_and(|s| s.timed())
+            && !planes.as_ref().is_some_and(|p| p.timed());
+        let sizes = (
+            std::mem::size_of::<W>(),
+            std::mem::size_of::<S::Index>(),
+            !packed,
+        );
+        IndexFetch::choose(tuning.stream_fetch, may_time, sizes, out_bytes, tasks)
+    });
     // While the loop itself is being timed, rows are read through.
     let fetch = Fetch::choose(
         tuning.row_fetch,
@@ -251,6 +263,7 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         },
         axis_size: rule.size,
         strided: strided.as_ref().is_some_and(|s| s.vector().is_some()),
+        index_ahead: index_fetch.as_ref().is_some_and(|f| f.ahead()),
         short_rows,
         spanning: spans,
     };
@@ -286,6 +299,9 @@ fn gather_rows<W: Clone + Send + Sync + 'static, O: Slot<W> + 'static, S: IndexS
         }
         if let Some(planes) = planes {
             planes.done(out_bytes);
+        }
+        if let Some(index_fetch) = index_fetch {
+            index_fetch.done(out_bytes);
         }
         if let Some(spanning) = spanning {
             spanning.done(out_bytes);
@@ -329,6 +345,9 @@ pub(super) struct RowGeometry {
     pub(super) axis_size: usize,
     /// Outer axis: row pieces of words take the strided vector loop.
     pub(super) strided: bool,
+    /// Outer axis: the loops ask for the indices they read next, past a
+    /// piece's end in whole rows only ([`super::measured_indices`]).
+    pub(super) index_ahead: bool,
     /// Along the last axis, rows under [`SHORT_ROW`] whose data rows follow
     /// one another: the data row's length, for [`gather_short_rows`].
     pub(super) short_rows: Option<usize>,

@@ -133,8 +133,7 @@ impl PlaneRead {
     }
 
     /// Whether this call's time joins a measurement.
-    #[cfg(test)]
-    fn timed(&self) -> bool {
+    pub(super) fn timed(&self) -> bool {
         self.0.is_timed()
     }
 

@@ -7,6 +7,7 @@ mod avx2;
 mod kernels;
 mod last_axis;
 mod measured_fetch;
+mod measured_indices;
 mod measured_planes;
 mod measured_words;
 mod outer_axis;
@@ -14,6 +15,7 @@ pub(crate) mod word_gather;
 
 use self::kernels::{execute, fill};
 pub(crate) use self::measured_fetch::timings as measured_fetches;
+pub(crate) use self::measured_indices::timings as measured_index_fetches;
 pub(crate) use self::measured_planes::timings as measured_plane_reads;
 pub(crate) use self::measured_words::timings as measured_word_loops;
 use crate::dtype::{DType, Element};

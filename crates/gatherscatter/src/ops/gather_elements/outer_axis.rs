@@ -10,7 +10,7 @@ use crate::index::{position_shifted, AxisRule, IndexSource, KernelIndex, ReadInd
 use crate::mem::cpu;
 use crate::mem::parallel;
 use crate::mem::prefetch::{
-    asks_ahead, prefetch_indices_ahead, prefetch_items, prefetch_items_to_l2,
+    asked_until, prefetch_indices_ahead, prefetch_items, prefetch_items_to_l2,
 };
 use crate::mem::uninit::Slot;
 use crate::shape::RowBases;
@@ -153,7 +153,7 @@ pub(super) fn gather_whole_rows<W: Clone + 'static, O: Slot<W> + 'static, R: Rea
                     (shift, column),
                     values,
                     piece,
-                    (vector, true),
+                    (vector, geometry.index_ahead.then_some(true)),
                 )
                 .map_err(|j| at + offset + done + j)?;
                 done += width;
@@ -167,10 +167,11 @@ pub(super) fn gather_whole_rows<W: Clone + 'static, O: Slot<W> + 'static, R: Rea
 }
 
 /// `dst[j] = from_base[i_j * stride + column + j]` for the positions `i_j`
-/// that `indices` name; `Err(j)` at the first bad one. `ask_ahead`: the
-/// indices read next follow these in memory, so the loops ask for them
-/// past the piece's end too ([`asks_ahead`]); a tile's next piece is a
-/// row further on. One call a row:
+/// that `indices` name; `Err(j)` at the first bad one. `asks`: `None`,
+/// the loops leave the index stream to the hardware prefetchers;
+/// `Some(then_next)`, they ask for the indices ahead, and past the piece's
+/// end too when the indices read next follow these in memory
+/// ([`asked_until`]; a tile's next piece is a row further on). One call a row:
 /// a column counter wrapping at the row's end, carried across rows, ran
 /// 1.15x slower (int8 rows of 16 along the middle axis).
 #[inline]
@@ -180,25 +181,47 @@ fn gather_row_piece<W: Clone, O: Slot<W>, X: KernelIndex>(
     (shift, column): (i64, usize),
     indices: &[X],
     dst: &mut [O],
-    (vector, ask_ahead): (Option<StridedRow<W, O, X>>, bool),
+    (vector, asks): (Option<StridedRow<W, O, X>>, Option<bool>),
 ) -> std::result::Result<(), usize> {
     let column = from_base.get(column..).unwrap_or_default();
+    let asks = asks.map_or(0, |then_next| asked_until::<X>(indices.len(), then_next));
     // The vector loop writes a prefix; the scalar loop takes the rest (the
     // tail, or the group holding a bad index, to name it).
     let done = match vector {
         // Fewer than a group (four 8-byte words, else eight): the call
         // would write nothing.
         Some(gather) if dst.len() >= 32 / std::mem::size_of::<W>().clamp(4, 8) => {
-            gather(column, (stride, size), indices, shift, dst, ask_ahead)
+            gather(column, (stride, size), indices, shift, dst, asks)
         }
         _ => 0,
     };
-    let rest = dst.get_mut(done..).unwrap_or_default().iter_mut();
-    let pairs = rest.zip(indices.get(done..).unwrap_or_default());
-    for (j, (d, &v)) in (done..).zip(pairs) {
-        if j % 8 == 0 && asks_ahead::<X>(j, indices.len(), ask_ahead) {
+    let rest = dst.get_mut(done..).unwrap_or_default();
+    let values = indices.get(done..).unwrap_or_default();
+    if asks <= done {
+        return scalar_piece(column, (stride, size), shift, (values, done), rest);
+    }
+    // A line of indices asked for per 8 elements, outside the element loop.
+    for (k, (dst, values)) in rest.chunks_mut(8).zip(values.chunks(8)).enumerate() {
+        let j = done + 8 * k;
+        if j < asks {
             prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
         }
+        scalar_piece(column, (stride, size), shift, (values, j), dst)?;
+    }
+    Ok(())
+}
+
+/// `dst[k] = column[i_k * stride + first + k]` for the positions `i_k`
+/// that `indices` name; `Err(first + k)` at the first bad one.
+#[inline(always)]
+fn scalar_piece<W: Clone, O: Slot<W>, X: KernelIndex>(
+    column: &[W],
+    (stride, size): (usize, usize),
+    shift: i64,
+    (indices, first): (&[X], usize),
+    dst: &mut [O],
+) -> std::result::Result<(), usize> {
+    for (j, (d, &v)) in (first..).zip(dst.iter_mut().zip(indices)) {
         let i = position_shifted(v.wide(), shift);
         if i >= size {
             return Err(j);
@@ -228,7 +251,7 @@ pub(super) fn gather_tile<'o, W: Clone + 'static, O: Slot<W> + 'static, R: ReadI
     let (shift, size) = (rule.negative_shift(), rule.size);
     let vector = strided_row::<W, O, R::Index>(geometry.strided);
     // Whole rows follow one another: the next indices come right after.
-    let whole_rows = width == row_len;
+    let asks = geometry.index_ahead.then_some(width == row_len);
     for (r, (base, dst)) in bases.zip(pieces).enumerate() {
         let at = first + r * row_len + columns.start;
         if width < row_len {
@@ -254,7 +277,7 @@ pub(super) fn gather_tile<'o, W: Clone + 'static, O: Slot<W> + 'static, R: ReadI
                 (shift, column + offset),
                 idx,
                 dst,
-                (vector, whole_rows),
+                (vector, asks),
             )
             .map_err(|j| at + offset + j)
         })?;

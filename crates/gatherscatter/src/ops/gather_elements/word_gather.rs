@@ -76,7 +76,7 @@ fn vector_row_for<W: 'static, O: 'static, X: 'static, Y: VectorIndex + 'static>(
 /// size; each negative index shifted by the given amount) for a prefix of
 /// `dst` and returns its length (0 when the CPU cannot run it). See
 /// [`super::avx2::gather_strided`].
-pub(super) type StridedRow<W, O, X> = fn(&[W], (usize, usize), &[X], i64, &mut [O], bool) -> usize;
+pub(super) type StridedRow<W, O, X> = fn(&[W], (usize, usize), &[X], i64, &mut [O], usize) -> usize;
 
 /// The strided vector loop for words `W` in slots `O` and indices `X`,
 /// when `taken` and there is one: 1-, 2-, 4- and 8-byte words, `i64`,

@@ -7,10 +7,10 @@
 //! column, check the offset, load, store); here four or eight elements
 //! take one vector check, one multiply, one add and one gather.
 //!
-//! Each group asks for the indices
-//! [`INDEX_AHEAD_BYTES`](crate::mem::prefetch::INDEX_AHEAD_BYTES) past it,
-//! inside the piece or, when the caller says the indices after it are
-//! read next, past its end ([`asks_ahead`](crate::mem::prefetch::asks_ahead)):
+//! Each group starting before `asks` (worked out by the caller,
+//! [`asked_until`](crate::mem::prefetch::asked_until); 0 for none) asks
+//! for the indices
+//! [`INDEX_AHEAD_BYTES`](crate::mem::prefetch::INDEX_AHEAD_BYTES) past it:
 //! the gathers wait on the plane's lines, and the index stream's would
 //! queue behind them.
 //!
@@ -118,7 +118,7 @@ impl StridedWord for u64 {
 /// a `p_j` outside that range; returns how many elements it wrote (0
 /// without AVX2). Only elements whose every possible offset lies inside
 /// `plane` are taken (see [`reach`]); the caller's scalar loop does the
-/// rest.
+/// rest. Groups starting before `asks` ask for the indices ahead.
 ///
 /// Stores are plain: streaming ones measured no faster here (float32 and
 /// float16 along the middle axis of 16 MiB outputs) and 2-10x slower for
@@ -129,19 +129,12 @@ pub(crate) fn gather_strided<W: StridedWord, O: Slot<W>, X: StridedIndex>(
     indices: &[X],
     negative_shift: i64,
     dst: &mut [O],
-    ask_ahead: bool,
+    asks: usize,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    return run(
-        plane,
-        (stride, size),
-        indices,
-        negative_shift,
-        dst,
-        ask_ahead,
-    );
+    return run(plane, (stride, size), indices, negative_shift, dst, asks);
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (plane, stride, size, indices, negative_shift, dst, ask_ahead);
+    let _ = (plane, stride, size, indices, negative_shift, dst, asks);
     #[cfg(not(target_arch = "x86_64"))]
     return 0;
 }
@@ -186,7 +179,7 @@ fn run<W: StridedWord, O: Slot<W>, X: StridedIndex>(
     indices: &[X],
     negative_shift: i64,
     dst: &mut [O],
-    ask_ahead: bool,
+    asks: usize,
 ) -> usize {
     if !avx2_available() {
         return 0;
@@ -212,7 +205,7 @@ fn run<W: StridedWord, O: Slot<W>, X: StridedIndex>(
             &indices[..len],
             negative_shift,
             O::words(dst),
-            ask_ahead,
+            asks,
         )
     }
 }
@@ -221,7 +214,7 @@ fn run<W: StridedWord, O: Slot<W>, X: StridedIndex>(
 mod x86 {
     use std::arch::x86_64::*;
 
-    use crate::mem::prefetch::{asks_ahead, prefetch_indices_ahead};
+    use crate::mem::prefetch::prefetch_indices_ahead;
 
     use super::super::x86::{positions, positions4, positions8};
 
@@ -237,7 +230,7 @@ mod x86 {
     /// every such offset and the shift); `dst` must be valid for writes of
     /// `indices.len()` words, referenced by nothing else meanwhile.
     pub(super) type Kernel<W, X> =
-        unsafe fn(*const W, (usize, usize), &[X], i64, *mut W, bool) -> usize;
+        unsafe fn(*const W, (usize, usize), &[X], i64, *mut W, usize) -> usize;
 
     /// Four wide indices a group, one `vpgatherqq`.
     ///
@@ -250,7 +243,7 @@ mod x86 {
         indices: &[i64],
         shift: i64,
         dst: *mut u64,
-        ask_ahead: bool,
+        asks: usize,
     ) -> usize {
         let (shift, size) = (_mm256_set1_epi64x(shift), _mm256_set1_epi64x(size as i64));
         let stride = _mm256_set1_epi64x(stride as i64);
@@ -259,7 +252,7 @@ mod x86 {
         let four = _mm256_set1_epi64x(4);
         let mut j = 0;
         while j + 4 <= indices.len() {
-            if asks_ahead::<i64>(j, indices.len(), ask_ahead) {
+            if j < asks {
                 prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
             }
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
@@ -290,7 +283,7 @@ mod x86 {
         indices: &[X],
         shift: i64,
         dst: *mut u64,
-        ask_ahead: bool,
+        asks: usize,
     ) -> usize {
         debug_assert_eq!(std::mem::size_of::<X>(), if U16 { 2 } else { 4 });
         let (shift, size) = (_mm_set1_epi32(shift as i32), _mm_set1_epi32(size as i32));
@@ -302,7 +295,7 @@ mod x86 {
         let four = _mm_set1_epi32(4);
         let mut j = 0;
         while j + 4 <= indices.len() {
-            if asks_ahead::<X>(j, indices.len(), ask_ahead) {
+            if j < asks {
                 prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
             }
             // SAFETY: `j + 4 <= indices.len()`: four readable indices.
@@ -376,7 +369,7 @@ mod x86 {
         indices: &[i64],
         shift: i64,
         dst: *mut W,
-        ask_ahead: bool,
+        asks: usize,
     ) -> usize {
         debug_assert_eq!(std::mem::size_of::<W>(), BYTES as usize);
         let (shift, size) = (_mm256_set1_epi64x(shift), _mm256_set1_epi64x(size as i64));
@@ -386,7 +379,7 @@ mod x86 {
         let (four, eight) = (_mm256_set1_epi64x(4), _mm256_set1_epi64x(8));
         let mut j = 0;
         while j + 8 <= indices.len() {
-            if asks_ahead::<i64>(j, indices.len(), ask_ahead) {
+            if j < asks {
                 prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
             }
             // SAFETY: `j + 8 <= indices.len()`: both groups of four are readable.
@@ -437,7 +430,7 @@ mod x86 {
         indices: &[X],
         shift: i64,
         dst: *mut W,
-        ask_ahead: bool,
+        asks: usize,
     ) -> usize {
         debug_assert_eq!(std::mem::size_of::<W>(), BYTES as usize);
         debug_assert_eq!(std::mem::size_of::<X>(), if U16 { 2 } else { 4 });
@@ -453,7 +446,7 @@ mod x86 {
         let eight = _mm256_set1_epi32(8);
         let mut j = 0;
         while j + 8 <= indices.len() {
-            if asks_ahead::<X>(j, indices.len(), ask_ahead) {
+            if j < asks {
                 prefetch_indices_ahead(indices.as_ptr().wrapping_add(j));
             }
             // SAFETY: `j + 8 <= indices.len()`: eight readable indices.
